@@ -1,0 +1,117 @@
+"""Shared test helpers: the hinge cases, random states, and independent numeric oracles."""
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+import symgen
+
+
+def quat_about(axis, degrees):
+    """(x, y, z, w) of a rotation about an axis, from scipy (an independent construction)."""
+    return tuple(Rotation.from_rotvec(np.radians(degrees) * np.asarray(axis, float)).as_quat())
+
+
+#: every hinge type with defaults, plus non-default axes / parameters and several CUSTOM sequences
+CASES = [(t, {}) for t in symgen.HINGE_TYPES] + [
+    ("PIN", {"axis": (0, 1, 0)}),
+    ("PIN", {"axis": (0.6, 0.0, 0.8)}),
+    ("UJOINT", {"axes": [(0, 1, 0), (0, 0, 1)]}),
+    ("GIMBAL", {"axes": [(0, 0, 1), (1, 0, 0), (0, 0, 1)]}),
+    ("SLIDER", {"axis": (0, 0.6, 0.8)}),
+    ("PLANAR", {"axes": [(0, 0, 1), (1, 0, 0)]}),
+    ("CYLINDRICAL", {"axis": (1, 0, 0)}),
+    ("HELICAL", {"axis": (0, 1, 0), "pitch": 0.05}),
+    ("HELICAL", {"pitch": -0.3}),
+    ("HOOKE", {"ij_q": quat_about((1, 0, 0), 30)}),
+    ("PERPENDICULAR", {"ij_q": quat_about((1, 0, 0), 90)}),
+    ("PARALLEL", {"ij_q": quat_about((0, 0, 1), 40)}),
+    ("CUSTOM", {"subhinges": ["LINEAR3", "SPHERICAL"]}),
+    ("CUSTOM", {"subhinges": ["PIN", "LINEAR"], "axes": [(0, 0, 1), (1, 0, 0)]}),
+    ("CUSTOM", {"subhinges": ["SPHERICAL", "LINEAR"]}),
+    ("CUSTOM", {"subhinges": ["SCREW", "PIN"], "pitch": 0.2}),
+    ("CUSTOM", {"subhinges": ["SPHERICAL_QUAT", "LINEAR3"]}),
+    ("CUSTOM", {"subhinges": ["LINEAR", "PIN", "LINEAR"]}),
+    ("CUSTOM", {"subhinges": ["LOCKED", "PIN", "PIN"]}),
+]
+
+
+def case_id(case):
+    name, kw = case
+    if not kw:
+        return name
+    return name + "-" + "-".join(f"{k}={v}" for k, v in kw.items()).replace(" ", "")
+
+
+_HINGES = {}
+
+
+def get_hinge(case):
+    key = case_id(case)
+    if key not in _HINGES:
+        _HINGES[key] = symgen.hinge(case[0], **case[1])
+    return _HINGES[key]
+
+
+def random_q(h, rng, max_angle=2.5):
+    """Random Q in hinge order: angles in (-max_angle, max_angle), distances in (-1, 1), rotation vectors
+    of norm < max_angle, unit quaternions."""
+    parts = []
+    for s in h.spec.subhinges:
+        t = s.type
+        if t in ("PIN", "SCREW"):
+            parts.append(rng.uniform(-max_angle, max_angle, 1))
+        elif t == "LINEAR":
+            parts.append(rng.uniform(-1, 1, 1))
+        elif t == "LINEAR3":
+            parts.append(rng.uniform(-1, 1, 3))
+        elif t == "SPHERICAL":
+            v = rng.normal(size=3)
+            parts.append(v / np.linalg.norm(v) * rng.uniform(0.05, max_angle))
+        elif t == "SPHERICAL_QUAT":
+            v = rng.normal(size=4)
+            parts.append(v / np.linalg.norm(v))
+    q_sub = np.concatenate(parts) if parts else np.zeros(0)
+    q = np.empty_like(q_sub)
+    for j, i in enumerate(h.spec.q_order):
+        q[i] = q_sub[j]
+    return q
+
+
+def neutral_q(h):
+    q_sub = []
+    for s in h.spec.subhinges:
+        q_sub += [0.0, 0.0, 0.0, 1.0] if s.type == "SPHERICAL_QUAT" else [0.0] * s.info.nq
+    q = np.empty(len(q_sub))
+    for j, i in enumerate(h.spec.q_order):
+        q[i] = q_sub[j]
+    return q
+
+
+def rotation_angle(R):
+    return np.linalg.norm(Rotation.from_matrix(R).as_rotvec())
+
+
+def log_pose(T):
+    """[log R; l] with scipy's rotation vector (independent of symgen)."""
+    return np.concatenate([Rotation.from_matrix(T[:3, :3]).as_rotvec(), T[:3, 3]])
+
+
+def body_velocity(T, Tdot):
+    """[w; v] of a moving frame in its own coordinates from its pose and pose rate."""
+    R = T[:3, :3]
+    W = R.T @ Tdot[:3, :3]
+    return np.concatenate([[W[2, 1], W[0, 2], W[1, 0]], R.T @ Tdot[:3, 3]])
+
+
+def central_diff(f, x, direction, h=1e-6):
+    return (f(x + h * direction) - f(x - h * direction)) / (2 * h)
+
+
+def assert_close(actual, expected, rtol, what=""):
+    """|actual - expected| <= rtol * max(1, |expected|_max) elementwise."""
+    actual, expected = np.asarray(actual, float), np.asarray(expected, float)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    err = float(np.max(np.abs(actual - expected), initial=0.0))
+    assert err <= rtol * scale, f"{what}: max error {err:.3e} > {rtol:.1e} * {scale:.3g}"
