@@ -97,9 +97,18 @@ class stumpff(sp.Function):
 
     _eval_rewrite_as_sin = _eval_rewrite_as_cos
 
-    def _latex(self, printer):
+    def _pretty(self, printer):
+        k = self.args[0]
+        sub = "".join("₀₁₂₃₄₅₆₇₈₉"[int(d)] for d in str(k)) if printer._use_unicode else f"_{k}"
+        return printer._helper_print_function(self.func, [self.args[1]], func_name=f"c{sub}")
+
+    def _sympystr(self, printer):
+        return "c%s(%s)" % (self.args[0], printer._print(self.args[1]))
+
+    def _latex(self, printer, exp=None):
         k, s = self.args
-        return r"c_{%s}\!\left(%s\right)" % (printer._print(k), printer._print(s))
+        tex = r"c_{%s}\!\left(%s\right)" % (printer._print(k), printer._print(s))
+        return tex if exp is None else r"%s^{%s}" % (tex, exp)
 
 
 def _series_coefficients(k: int) -> np.ndarray:

@@ -50,3 +50,32 @@ def subhinge_types(name) -> tuple:
 def hinge_type_string(name) -> str:
     """Canonical name of a hinge type (Karana ``hingeTypeString``)."""
     return hinge_type(name).name
+
+
+def _fmt_default(v) -> str:
+    if v is None:
+        return "x, y, z, x, … over the axis-bearing subhinges"
+    if isinstance(v, tuple) and len(v) == 3 and all(isinstance(x, float) for x in v):
+        return {(1.0, 0.0, 0.0): "x", (0.0, 1.0, 0.0): "y", (0.0, 0.0, 1.0): "z"}.get(v, str(v))
+    if isinstance(v, tuple) and v and isinstance(v[0], tuple) and len(v[0]) == 3:
+        return ", ".join(_fmt_default(a) for a in v)
+    if isinstance(v, tuple) and len(v) == 4:
+        return "(" + ", ".join(f"{x:.4g}" for x in v) + ")"
+    if isinstance(v, tuple):
+        return "[" + ", ".join(map(str, v)) + "]"
+    return str(v)
+
+
+def hinge_table_markdown() -> str:
+    """The hinge-type table of the README, generated from the registry."""
+    rows = ["| hinge type | nQ | nU | subhinges (onode → pnode) | parameters (defaults) | motion |",
+            "|---|---|---|---|---|---|"]
+    for name in HINGE_TYPES:
+        ht = HINGE_TYPE_TABLE[name]
+        spec = ht.bind()
+        subs = " → ".join(spec.subhinge_types) + (" (default)" if ht.subhinges is None else "")
+        params = "; ".join(f"`{k}` = {_fmt_default(v)}" for k, v in ht.defaults.items()) or "–"
+        rows.append(f"| {name} | {spec.nq} | {spec.nu} | {subs} | {params} | {ht.summary} |")
+    for name, what in PLANNED_HINGE_TYPES.items():
+        rows.append(f"| {name} | – | – | – | – | {what} |")
+    return "\n".join(rows)

@@ -44,7 +44,7 @@ def unit_quaternion(q, where: str) -> np.ndarray:
     if arr.shape != (4,) or not np.all(np.isfinite(arr)):
         raise ValueError(f"{where}: expected a quaternion (x, y, z, w) of 4 finite numbers, got {q!r}")
     if abs(np.linalg.norm(arr) - 1.0) > 1e-9:
-        raise ValueError(f"{where}: quaternion {tuple(arr)} is not unit (|q| = {np.linalg.norm(arr):.6g}); "
+        raise ValueError(f"{where}: quaternion {arr.tolist()} is not unit (|q| = {np.linalg.norm(arr):.6g}); "
                          "normalize it first")
     return arr
 

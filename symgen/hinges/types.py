@@ -114,12 +114,12 @@ def check_axis(value, where: str) -> tuple:
     if a.shape != (3,):
         raise ValueError(f"{where}: expected a 3-vector, got shape {a.shape} ({value!r})")
     if not np.all(np.isfinite(a)):
-        raise ValueError(f"{where}: axis has non-finite entries {tuple(a)}")
+        raise ValueError(f"{where}: axis has non-finite entries {a.tolist()}")
     n = float(np.linalg.norm(a))
     if n == 0.0:
         raise ValueError(f"{where}: axis is zero")
     if abs(n - 1.0) > 1e-9:
-        raise ValueError(f"{where}: axis {tuple(a)} is not unit (|a| = {n:.12g}); pass a / |a|")
+        raise ValueError(f"{where}: axis {a.tolist()} is not unit (|a| = {n:.12g}); pass a / |a|")
     return tuple(float(x) for x in a)
 
 
