@@ -16,8 +16,15 @@ from .hinges import (HINGE_TYPES, SUBHINGE_TYPES, HingeParams, hinge_type_string
                      perpendicular_hinge_params, subhinge_types)
 from .derive import Hinge, hinge  # noqa: E402
 
+
+def compile_hinge(h):
+    """Compile (through the cache) and load the C kernels of a hinge: see :func:`symgen.build.compile_hinge`."""
+    from .build import compile_hinge as _compile
+
+    return _compile(h)
+
 __all__ = [
-    "__version__", "HINGE_TYPES", "SUBHINGE_TYPES", "HingeParams", "Hinge", "hinge", "subhinge_types",
+    "__version__", "HINGE_TYPES", "compile_hinge", "SUBHINGE_TYPES", "HingeParams", "Hinge", "hinge", "subhinge_types",
     "hinge_type_string", "hooke_hinge_params", "inline_hinge_params", "inplane_hinge_params",
     "perpendicular_hinge_params", "parallel_hinge_params",
 ]

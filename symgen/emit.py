@@ -1,0 +1,242 @@
+"""sympy -> C statements: the only module that prints C.
+
+For one kernel (a matrix of expressions in a hinge's symbols) :func:`emit_kernel` produces the body of a C
+function with the fixed signature ``(const double *q, const double *u, const double *p, double *out)``:
+
+1. trig hoisting: each ``sin(a)`` / ``cos(a)`` becomes a named constant computed once
+   (``s_q0 = sin(q[0])``);
+2. one joint common-subexpression pass (``sympy.cse``) over all outputs of the kernel;
+3. zeros and constants folded: an output that is a number is written as a literal;
+4. printing with :class:`SgCPrinter` (C99, ``q_i -> q[i]``, ``u_i -> u[i]``, ``P_ij -> p[6 i + j]``,
+   ``x**2 -> x*x``, ``pi`` as a literal, Stumpff functions -> ``sg_stumpff(k, s)``, Piecewise -> ``?:``).
+
+The operation count reported per kernel is ``sympy.count_ops`` of what is left after CSE (each
+``sin``, ``sqrt``, ``sg_stumpff`` call counts as one operation).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+import sympy as sp
+from sympy.printing.c import C99CodePrinter
+
+from .derive import KERNELS, NEEDS_U, Hinge
+from .spatial import stumpff
+
+#: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
+C_KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "coord_map_dot", "bias", "pose_gradient",
+             "ortho_complement")
+
+
+class SgCPrinter(C99CodePrinter):
+    """C99 printer with symgen's array slots and helpers."""
+
+    def __init__(self, slots: dict, settings=None):
+        super().__init__(settings or {})
+        self._slots = slots
+
+    def _print_Symbol(self, expr):
+        return self._slots.get(expr, super()._print_Symbol(expr))
+
+    def _print_NumberSymbol(self, expr):
+        return self._print(sp.Float(expr.evalf(20), 17))
+
+    _print_Pi = _print_NumberSymbol
+    _print_Exp1 = _print_NumberSymbol
+
+    def _print_Pow(self, expr):
+        b, e = expr.as_base_exp()
+        if e.is_Integer and 2 <= int(e) <= 4 and b.is_Symbol:   # x*x: cheap and exact
+            return "(%s)" % "*".join([self._print(b)] * int(e))
+        if e.is_Integer and 2 <= int(e) <= 4:                    # a compound base is evaluated once
+            return "pow(%s, %d)" % (self._print(b), int(e))
+        if e.is_Integer and -4 <= int(e) <= -1:
+            return "(1.0/%s)" % self._print(b ** (-e))
+        return super()._print_Pow(expr)
+
+    def _print_Piecewise(self, expr):
+        if expr.args[-1].cond != True:  # noqa: E712  (sympy's true)
+            raise ValueError("Piecewise without a default branch cannot be printed")
+        out = self._print(expr.args[-1].expr)
+        for e, c in reversed(expr.args[:-1]):
+            out = "((%s) ? (%s) : (%s))" % (self._print(c), self._print(e), out)
+        return out
+
+    def _print_stumpff(self, expr):
+        return "sg_stumpff(%d, %s)" % (int(expr.args[0]), self._print(expr.args[1]))
+
+    def _print_Function(self, expr):
+        if isinstance(expr, stumpff):
+            return self._print_stumpff(expr)
+        return super()._print_Function(expr)
+
+
+@dataclass
+class CKernel:
+    """One emitted kernel: what the templates print."""
+
+    name: str
+    c_name: str
+    inputs: tuple            # which of q, u, p the kernel reads
+    out_shape: tuple
+    lines: list              # body statements (no braces)
+    flops: int
+    helpers: set = field(default_factory=set)
+    returns_status: bool = False
+    doc: str = ""
+
+    @property
+    def out_size(self) -> int:
+        n = 1
+        for d in self.out_shape:
+            n *= d
+        return n
+
+
+def spec_slug(h: Hinge) -> str:
+    """C name of a hinge spec: the type in lower case, plus a hash of the parameters when they are not
+    the type's defaults (``pin``, ``pin_1f3a9c0d``)."""
+    from .hinges import bind
+
+    base = h.hinge_type.lower()
+    if h.spec.key() == bind(h.hinge_type).key():
+        return base
+    return f"{base}_{hashlib.sha256(h.spec.key().encode()).hexdigest()[:8]}"
+
+
+def _slots(h: Hinge, p_syms=None) -> dict:
+    slots = {s: f"q[{i}]" for i, s in enumerate(h.q)}
+    slots.update({s: f"u[{i}]" for i, s in enumerate(h.u)})
+    if p_syms is not None:
+        slots.update({s: f"p[{i}]" for s, i in p_syms.items()})
+    return slots
+
+
+def _hoist_trig(exprs):
+    """Replace every sin(a) / cos(a) by a symbol; returns (definitions, new exprs)."""
+    found = {}
+    for e in exprs:
+        for f in e.atoms(sp.sin, sp.cos):
+            found.setdefault(f.args[0], set()).add(type(f))
+    defs, repl = [], {}
+    for k, arg in enumerate(sorted(found, key=sp.default_sort_key)):
+        tag = str(arg).replace("_", "") if arg.is_Symbol else str(k)
+        for fn, prefix in ((sp.sin, "s"), (sp.cos, "c")):
+            if fn in found[arg]:
+                sym = sp.Symbol(f"{prefix}_{tag}", real=True)
+                defs.append((sym, fn(arg)))
+                repl[fn(arg)] = sym
+    return defs, [e.xreplace(repl) for e in exprs]
+
+
+def _flops(exprs) -> int:
+    return int(sum(sp.count_ops(e) for e in exprs))
+
+
+def emit_statements(exprs, slots, out_name="out", out_offset=0, temp_prefix="t"):
+    """C lines computing ``out[out_offset + i] = exprs[i]`` with trig hoisting and joint CSE.
+    Returns (lines, flops, helpers)."""
+    exprs = [sp.sympify(e) for e in exprs]
+    if not exprs:
+        return [f"(void){out_name};  /* empty output */"], 0, set()
+    trig_defs, hoisted = _hoist_trig(exprs)
+    nonconst = [i for i, e in enumerate(hoisted) if not e.is_number]
+    repl, reduced = sp.cse([hoisted[i] for i in nonconst],
+                           symbols=sp.numbered_symbols(temp_prefix, real=True), order="none")
+    printer = SgCPrinter(slots)
+    lines, helpers = [], set()
+    for sym, value in trig_defs:
+        lines.append(f"const double {sym.name} = {printer.doprint(value)};")
+    for sym, value in repl:
+        lines.append(f"const double {sym.name} = {printer.doprint(value)};")
+    values = dict(zip(nonconst, reduced))
+    for i, e in enumerate(hoisted):
+        v = values.get(i, e)
+        text = printer.doprint(sp.Float(v, 17) if v.is_number and not v.is_Integer else v)
+        if v.is_Integer:
+            text = f"{int(v)}.0"
+        lines.append(f"{out_name}[{out_offset + i}] = {text};")
+    body_exprs = [v for _, v in trig_defs] + [v for _, v in repl] + list(values.values())
+    if any(e.has(stumpff) for e in body_exprs):
+        helpers.add("stumpff")
+    return lines, _flops(body_exprs), helpers
+
+
+_DOCS = {
+    "transform": "4x4 X_op(Q), row-major: pnode pose in the onode",
+    "coord_map": "6 x nU pframe coord map H*_p(Q)",
+    "oframe_coord_map": "6 x nU oframe coord map diag(R_op, R_op) H*_p",
+    "qdot_map": "nQ x nU qdot map N(Q): Qdot = N U",
+    "coord_map_dot": "6 x nU time derivative of H*_p along Qdot = N U",
+    "bias": "6 bias term H*_p_dot U",
+    "pose_gradient": "6 x nU pose gradient d[log R_op; l_op]/dQ N",
+    "ortho_complement": "6 x (6 - nU) ortho complement of H*_p",
+    "sanitize": "nQ equivalent coordinates (|r| <= pi for SPHERICAL, unit quaternions)",
+    "atbi": "ATBI hinge step: p = P (6x6 articulated inertia at the pnode, symmetric, row-major); "
+            "out = [D (nU x nU), Dinv (nU x nU), G (6 x nU), P+ (6x6)] with D = H P H*, G = P H* Dinv, "
+            "P+ = P - G H P; returns 0, or -1 when D is not positive definite",
+}
+
+
+def emit_hinge(h: Hinge, slug: str | None = None) -> list:
+    """Every C kernel of a hinge spec (see :data:`C_KERNELS`, plus ``sanitize`` and ``atbi``)."""
+    slug = slug or spec_slug(h)
+    out = []
+    for name in C_KERNELS:
+        M = getattr(h, name)
+        inputs = ("q", "u") if name in NEEDS_U else ("q",)
+        lines, flops, helpers = emit_statements(list(M), _slots(h))
+        shape = (M.shape[0],) if name == "bias" else tuple(M.shape)
+        out.append(CKernel(name, f"sg_{slug}_{name}", inputs, shape, lines, flops, helpers,
+                           doc=_DOCS[name]))
+    if h.has_sanitize:
+        lines, flops, helpers = emit_statements(list(h.sanitize_expr), _slots(h))
+        out.append(CKernel("sanitize", f"sg_{slug}_sanitize", ("q",), (h.nq,), lines, flops,
+                           helpers, doc=_DOCS["sanitize"]))
+    out.append(_emit_atbi(h, slug))
+    return out
+
+
+def _emit_atbi(h: Hinge, slug: str) -> CKernel:
+    """D = H P H* and P H* from the symbolic (sparse) coord map; the small Cholesky, G and P+ in the
+    ``sg_atbi_finish`` helper."""
+    nu = h.nu
+    P = sp.zeros(6, 6)
+    p_syms = {}
+    for i in range(6):
+        for j in range(i, 6):
+            s = sp.Symbol(f"P_{i}{j}", real=True)
+            P[i, j] = P[j, i] = s
+            p_syms[s] = 6 * i + j
+    inputs = ("q", "p")
+    shape = (nu * nu * 2 + 6 * nu + 36,)
+    if nu == 0:
+        lines = ["int i;", "for (i = 0; i < 36; ++i) out[i] = p[i];  /* P+ = P */", "return 0;"]
+        return CKernel("atbi", f"sg_{slug}_atbi", inputs, shape, lines, 0, set(), True, _DOCS["atbi"])
+    H = h.coord_map
+    PH = P * H
+    D = H.T * PH
+    exprs = list(D) + list(PH)
+    body, flops, helpers = emit_statements(exprs, _slots(h, p_syms), out_name="w")
+    lines = [f"double w[{nu * nu + 6 * nu}];  /* D (nU x nU), then P H* (6 x nU) */"] + body
+    lines.append(f"return sg_atbi_finish({nu}, w, w + {nu * nu}, p, out);")
+    # Cholesky n^3/3, Dinv n^3, G 6 n^2, P+ 36 n (multiply-adds counted twice)
+    flops += nu ** 3 // 3 * 2 + 2 * nu ** 3 + 12 * nu * nu + 72 * nu
+    return CKernel("atbi", f"sg_{slug}_atbi", inputs, shape, lines, flops, helpers | {"atbi_finish"}, True,
+                   _DOCS["atbi"])
+
+
+def banner_info(h: Hinge) -> dict:
+    import sympy
+
+    from . import __version__
+
+    return {"symgen_version": __version__, "sympy_version": sympy.__version__, "label": h.spec.label(),
+            "nq": h.nq, "nu": h.nu, "subhinges": " -> ".join(h.subhinge_types),
+            "q_meaning": ", ".join(f"q[{i}]" for i in range(h.nq)) or "none"}
+
+
+def c_identifier_ok(name: str) -> bool:
+    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None

@@ -1,0 +1,75 @@
+"""jinja2 environment (StrictUndefined): the only module that knows jinja2.
+
+Templates are thin: they loop over a spec object built here and print what :mod:`symgen.emit` produced.
+"""
+from __future__ import annotations
+
+import math
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+from . import emit
+from .spatial import _SERIES_LIMIT, _SERIES_TERMS
+
+MAX_STUMPFF_ORDER = 20
+
+
+def templates_dir() -> Path:
+    """``templates/`` of the source tree (installed as the ``symgen.templates`` package)."""
+    return Path(str(resources.files("symgen.templates")))
+
+
+def environment(path: Path | None = None) -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(path or templates_dir())),
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                              trim_blocks=True, lstrip_blocks=True, autoescape=False)
+
+
+def _batch_lines(k: emit.CKernel, nq: int, nu: int) -> list:
+    args = ", ".join([
+        f"q + (long)i * {nq}" if "q" in k.inputs and nq else "q",
+        f"u + (long)i * {nu}" if "u" in k.inputs and nu else "u",
+        "p + (long)i * 36" if "p" in k.inputs else "p",
+        f"out + (long)i * {k.out_size}",
+    ])
+    if k.returns_status:
+        return ["for (i = 0; i < n; ++i)", f"    if ({k.c_name}({args}) != 0) return i + 1;", "return 0;"]
+    return ["for (i = 0; i < n; ++i)", f"    {k.c_name}({args});"]
+
+
+def hinge_spec_object(h, kernels: list, slug: str) -> dict:
+    """Everything the hinge templates print, as plain data."""
+    helpers = sorted(set().union(*(k.helpers for k in kernels)))
+    ks = []
+    for k in kernels:
+        shape = "x".join(str(d) for d in k.out_shape)
+        ks.append({"name": k.name, "c_name": k.c_name, "ret": "int" if k.returns_status else "void",
+                   "doc": k.doc, "lines": k.lines, "flops": k.flops, "shape_text": f"{shape}: {k.doc.split(':')[0]}"[:47],
+                   "batch_lines": _batch_lines(k, h.nq, h.nu)})
+    return {
+        "banner": {"title": f"symgen hinge kernels: {slug}", **emit.banner_info(h)},
+        "guard": f"SG_{slug.upper()}_H",
+        "header_name": f"{slug}.h",
+        "kernels": ks,
+        "helpers": helpers,
+        "inv_fact": [repr(1.0 / math.factorial(n)) for n in range(MAX_STUMPFF_ORDER + 2 * _SERIES_TERMS + 2)],
+        "series_terms": _SERIES_TERMS,
+        "series_limit": repr(float(_SERIES_LIMIT)),
+        "max_order": MAX_STUMPFF_ORDER,
+    }
+
+
+def render_hinge(h, slug: str | None = None, kernels: list | None = None, template_path: Path | None = None):
+    """(header text, source text, kernels) of one hinge spec."""
+    slug = slug or emit.spec_slug(h)
+    kernels = kernels if kernels is not None else emit.emit_hinge(h, slug)
+    for k in kernels:
+        for line in k.lines:
+            for part in line.split("sg_stumpff(")[1:]:
+                if int(part.split(",")[0]) > MAX_STUMPFF_ORDER:
+                    raise ValueError(f"{h.spec.label()}: Stumpff order above {MAX_STUMPFF_ORDER} in {k.name}")
+    env = environment(template_path)
+    spec = hinge_spec_object(h, kernels, slug)
+    return env.get_template("hinge.h.jinja").render(**spec), env.get_template("hinge.c.jinja").render(**spec), kernels

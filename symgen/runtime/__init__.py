@@ -1,0 +1,4 @@
+"""Python side of built modules. Imports neither sympy nor jinja2: a built module loads without them."""
+from .hinge_kernels import HingeKernels
+
+__all__ = ["HingeKernels"]
