@@ -6,25 +6,32 @@ Public API::
     h = symgen.hinge("GIMBAL")                # a hinge with default parameters
     h = symgen.hinge("PIN", axis=(0, 1, 0))   # bound parameters
     h.transform, h.coord_map, h.qdot_map, h.bias, h.pose_gradient, h.ortho_complement  # sympy matrices
+    k = symgen.compile_hinge(h)               # C kernels, numpy in / numpy out, batched
 
 Conventions are those of DESIGN.md (spatial vectors ``[angular; linear]``, quaternions ``(x, y, z, w)``).
+The names are imported lazily, so ``symgen.runtime`` loads built modules without sympy or jinja2.
 """
 __version__ = "0.1.0"
 
-from .hinges import (HINGE_TYPES, SUBHINGE_TYPES, HingeParams, hinge_type_string,  # noqa: E402
-                     hooke_hinge_params, inline_hinge_params, inplane_hinge_params, parallel_hinge_params,
-                     perpendicular_hinge_params, subhinge_types)
-from .derive import Hinge, hinge  # noqa: E402
+_LAZY = {
+    "HINGE_TYPES": "hinges", "SUBHINGE_TYPES": "hinges", "HingeParams": "hinges", "hinge_type_string": "hinges",
+    "subhinge_types": "hinges", "hooke_hinge_params": "hinges", "inline_hinge_params": "hinges",
+    "inplane_hinge_params": "hinges", "parallel_hinge_params": "hinges", "perpendicular_hinge_params": "hinges",
+    "Hinge": "derive", "hinge": "derive", "compile_hinge": "build", "BuildError": "build",
+}
+
+__all__ = ["__version__", *_LAZY]
 
 
-def compile_hinge(h):
-    """Compile (through the cache) and load the C kernels of a hinge: see :func:`symgen.build.compile_hinge`."""
-    from .build import compile_hinge as _compile
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
 
-    return _compile(h)
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'symgen' has no attribute {name!r}")
 
-__all__ = [
-    "__version__", "HINGE_TYPES", "compile_hinge", "SUBHINGE_TYPES", "HingeParams", "Hinge", "hinge", "subhinge_types",
-    "hinge_type_string", "hooke_hinge_params", "inline_hinge_params", "inplane_hinge_params",
-    "perpendicular_hinge_params", "parallel_hinge_params",
-]
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

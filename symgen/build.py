@@ -220,8 +220,33 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
 # hinge kernels
 # --------------------------------------------------------------------------------------------------
 
+def _render_fingerprint(template_path=None) -> str:
+    """Hash of what turns equations into C: emit.py, render.py and the templates."""
+    from .render import templates_dir
+
+    here = Path(__file__).parent
+    tdir = Path(template_path) if template_path else templates_dir()
+    h = hashlib.sha256()
+    for f in [here / "emit.py", here / "render.py", *sorted(tdir.rglob("*.jinja"))]:
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def hinge_sources(h, slug: str | None = None, template_path=None):
-    """(files, manifest) of one hinge spec: ``{slug}.c``, ``{slug}.h`` and the kernel table."""
+    """(files, manifest) of one hinge spec: ``{slug}.c``, ``{slug}.h`` and the kernel table.
+
+    Cached on disk next to the derivations (key: derivation key + emit/render/template hash), so a warm
+    build does no sympy work."""
+    from .derive import derivation_key
+
+    key = hashlib.sha256(f"{derivation_key(h.spec)}|{slug}|{_render_fingerprint(template_path)}".encode()).hexdigest()[:24]
+    path = cache_dir() / "emit" / f"{key}.json"
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+            return data["files"], data["manifest"]
+        except (OSError, ValueError, KeyError):
+            pass
     from . import emit, render
 
     slug = slug or emit.spec_slug(h)
@@ -229,7 +254,16 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
     manifest = {"slug": slug, "label": h.spec.label(), "nq": h.nq, "nu": h.nu,
                 "kernels": {k.name: {"c_name": k.c_name, "inputs": list(k.inputs), "out_shape": list(k.out_shape),
                                      "flops": k.flops, "status": k.returns_status} for k in kernels}}
-    return {f"{slug}.c": source, f"{slug}.h": header}, manifest
+    files = {f"{slug}.c": source, f"{slug}.h": header}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"files": files, "manifest": manifest}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return files, manifest
 
 
 def compile_hinge(h, template_path=None):
@@ -244,3 +278,56 @@ def compile_hinge(h, template_path=None):
     files, manifest = hinge_sources(h, template_path=template_path)
     mod, name, path = build_module(manifest["slug"], files, f"hinge {h.spec.label()}")
     return HingeKernels(mod, manifest, module_name=name, path=path)
+
+
+def compile_hinges(hinges, base: str = "kernels") -> list:
+    """Compile several hinge specs into one module (one compiler run); returns their HingeKernels in order."""
+    from .runtime import HingeKernels
+
+    files, manifests = {}, []
+    for h in hinges:
+        f, m = hinge_sources(h)
+        files.update(f)
+        manifests.append(m)
+    mod, name, path = build_module(base, files, f"{len(manifests)} hinge specs")
+    return [HingeKernels(mod, m, module_name=name, path=path) for m in manifests]
+
+
+def build_hinge_library(out: Path, progress=print) -> dict:
+    """Generate every hinge type's kernels into ``out`` (``<slug>.c``, ``<slug>.h``), compile them into one
+    cffi module (through the cache), copy it next to them and write ``manifest.json``.  Returns the manifest."""
+    from .derive import hinge
+    from .hinges import HINGE_TYPES
+
+    out = Path(out)
+    t0 = time.perf_counter()
+    files, manifests = {}, {}
+    for i, name in enumerate(HINGE_TYPES, 1):
+        t = time.perf_counter()
+        f, m = hinge_sources(hinge(name))
+        files.update(f)
+        manifests[name] = m
+        progress(f"[{i:2d}/{len(HINGE_TYPES)}] {name:<14} generated {sum(len(v) for v in f.values()) / 1024:6.1f} kB "
+                 f"in {time.perf_counter() - t:5.2f} s")
+    t = time.perf_counter()
+    compiles = stats["compiles"]
+    mod, modname, so = build_module("hinges", files, "hinge library")
+    progress(f"compiled {modname} in {time.perf_counter() - t:.2f} s"
+             + (" (cache hit)" if stats["compiles"] == compiles else ""))
+    manifest = {"module": modname, "so": so.name, "hinges": manifests}
+    staging = Path(tempfile.mkdtemp(prefix=".hinges.", dir=out.parent if out.parent.exists() else None))
+    try:
+        for fname, text in files.items():
+            (staging / fname).write_text(text)
+        shutil.copy2(so, staging / so.name)
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob("hinges_*" + ext_suffix()):
+            if old.name != so.name:
+                old.unlink()
+        for f in staging.iterdir():
+            os.replace(f, out / f.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    progress(f"wrote {out} ({len(HINGE_TYPES)} hinge types, {len(files)} files) in {time.perf_counter() - t0:.2f} s")
+    return manifest

@@ -46,7 +46,7 @@ def hinge_spec_object(h, kernels: list, slug: str) -> dict:
     for k in kernels:
         shape = "x".join(str(d) for d in k.out_shape)
         ks.append({"name": k.name, "c_name": k.c_name, "ret": "int" if k.returns_status else "void",
-                   "doc": k.doc, "lines": k.lines, "flops": k.flops, "shape_text": f"{shape}: {k.doc.split(':')[0]}"[:47],
+                   "doc": k.doc, "lines": k.lines, "flops": k.flops, "shape_text": shape,
                    "batch_lines": _batch_lines(k, h.nq, h.nu)})
     return {
         "banner": {"title": f"symgen hinge kernels: {slug}", **emit.banner_info(h)},

@@ -77,13 +77,3 @@ def test_cli_errors_are_one_line(args, words):
 def test_help(cmd):
     out = run(*cmd, "--help")
     assert out.returncode == 0 and "usage: python -m symgen" in out.stdout
-
-
-def test_build_hinges_writes_equations(tmp_path):
-    out = run("build", "--out", str(tmp_path))
-    assert out.returncode == 0, out.stderr
-    doc = (tmp_path / "hinges" / "EQUATIONS.md").read_text()
-    for name in symgen.HINGE_TYPES:
-        assert f"## {name}\n" in doc
-    assert f"[{len(symgen.HINGE_TYPES)}/{len(symgen.HINGE_TYPES)}]" in out.stdout
-    assert not list((tmp_path / "hinges").glob("*.tmp"))

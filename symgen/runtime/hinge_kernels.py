@@ -114,3 +114,24 @@ class HingeKernels:
         lead = raw.shape[:-1]
         return {"D": raw[..., :a].reshape(*lead, nu, nu), "Dinv": raw[..., a:b].reshape(*lead, nu, nu),
                 "G": raw[..., b:c].reshape(*lead, 6, nu), "Pplus": raw[..., c:].reshape(*lead, 6, 6)}
+
+
+def load_hinge_library(path) -> dict:
+    """Load ``generated/hinges/`` (written by ``python -m symgen build hinges``) without sympy or jinja2:
+    ``{hinge type: HingeKernels}`` for the default-parameter spec of every hinge type."""
+    import importlib.util
+    import json
+    import sys
+    from pathlib import Path
+
+    path = Path(path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    name = manifest["module"]
+    if name in sys.modules:
+        mod = sys.modules[name]
+    else:
+        spec = importlib.util.spec_from_file_location(name, path / manifest["so"])
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+    return {t: HingeKernels(mod, m, module_name=name, path=path / manifest["so"]) for t, m in manifest["hinges"].items()}
