@@ -18,9 +18,19 @@ _LAZY = {
     "subhinge_types": "hinges", "hooke_hinge_params": "hinges", "inline_hinge_params": "hinges",
     "inplane_hinge_params": "hinges", "parallel_hinge_params": "hinges", "perpendicular_hinge_params": "hinges",
     "Hinge": "derive", "hinge": "derive", "compile_hinge": "build", "BuildError": "build",
+    "load_model": "model", "ModelError": "model", "MultibodyModel": "runtime",
 }
 
-__all__ = ["__version__", *_LAZY]
+
+def build(path, floating_base: bool = False, out=None, progress=None):
+    """Load a YAML/JSON/URDF model, generate and compile its C (through the cache) and return the loaded
+    :class:`symgen.runtime.MultibodyModel`.  With ``out``, also write ``out/<model>/`` as a package."""
+    from .build import build_model
+    from .model import load_model as _load
+
+    return build_model(_load(path, floating_base=floating_base), out=out, progress=progress)
+
+__all__ = ["__version__", "build", *_LAZY]
 
 
 def __getattr__(name):

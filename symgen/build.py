@@ -21,6 +21,8 @@ import sys
 import sysconfig
 import tempfile
 import time
+
+import numpy as np
 from pathlib import Path
 
 from .derive import cache_dir
@@ -331,3 +333,126 @@ def build_hinge_library(out: Path, progress=print) -> dict:
         shutil.rmtree(staging, ignore_errors=True)
     progress(f"wrote {out} ({len(HINGE_TYPES)} hinge types, {len(files)} files) in {time.perf_counter() - t0:.2f} s")
     return manifest
+
+
+# --------------------------------------------------------------------------------------------------
+# models
+# --------------------------------------------------------------------------------------------------
+
+def model_identifier(name: str) -> str:
+    """A model name usable as a C prefix and a Python package name."""
+    import re
+
+    ident = re.sub(r"\W", "_", name).strip("_") or "model"
+    return ident if not ident[0].isdigit() else f"m_{ident}"
+
+
+def model_sources(model, progress=None):
+    """(files, manifest) of a model: its translation unit plus the kernels of every hinge spec it uses."""
+    from .derive import hinge
+    from .render import render_model
+
+    name = model_identifier(model.name)
+    files, slugs, layout, hinges, specs = {}, {}, {}, {}, {}
+    qo = uo = 0
+    for b in model.bodies:
+        h = hinge(b.hinge_type, **b.hinge_kwargs())
+        f, m = hinge_sources(h)
+        files.update(f)
+        slugs[b.name] = m["slug"]
+        specs[m["slug"]] = m
+        layout[b.name] = {"q": (qo, qo + h.nq), "u": (uo, uo + h.nu), "nq": h.nq, "nu": h.nu,
+                          "subhinges": list(h.subhinge_types)}
+        hinges[b.hinge_name] = {"body": b.name, "type": b.hinge_type, "slug": m["slug"], "label": h.spec.label(),
+                                "q": [qo, qo + h.nq], "u": [uo, uo + h.nu], "subhinges": list(h.subhinge_types),
+                                "neutral_q": _neutral(h)}
+        qo, uo = qo + h.nq, uo + h.nu
+    header, source = render_model(model, layout, slugs, name)
+    files[f"{name}.h"], files[f"{name}.c"] = header, source
+    frames = {"newtonian": {"body": -1, "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}}
+    index = {b.name: i for i, b in enumerate(model.bodies)}
+    for b in model.bodies:
+        frames[b.name] = {"body": index[b.name], "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}
+    for f in model.frames:
+        frames[f.name] = {"body": index[f.body], "R": [list(r) for r in f.pose.R], "p": list(f.pose.xyz)}
+    manifest = {"name": name, "model": model.name, "source": str(model.source), "nq": qo, "nu": uo,
+                "nb": len(model.bodies), "gravity": list(model.gravity),
+                "bodies": [{"name": b.name, "parent": b.parent, "hinge": b.hinge_name, "mass": b.mass,
+                            "com": list(b.com), "inertia": [list(r) for r in b.inertia]} for b in model.bodies],
+                "frames": frames, "hinges": hinges, "hinge_specs": specs,
+                "loops": [{"name": lc.name, "source": lc.source, "target": lc.target, "hinge": lc.hinge_type}
+                          for lc in model.loops],
+                "warnings": list(model.warnings)}
+    return files, manifest
+
+
+def _neutral(h) -> list:
+    q = []
+    for s in h.spec.subhinges:
+        q += [0.0, 0.0, 0.0, 1.0] if s.type == "SPHERICAL_QUAT" else [0.0] * s.info.nq
+    out = [0.0] * len(q)
+    for j, i in enumerate(h.spec.q_order):
+        out[i] = q[j]
+    return out
+
+
+def build_model(model, out=None, progress=None):
+    """Generate, compile (through the cache) and load a model.  With ``out``, also write
+    ``out/<name>/`` as an importable package (sources, module, manifest.json, __init__.py)."""
+    from .runtime import MultibodyModel
+
+    say = progress or (lambda s: None)
+    t = time.perf_counter()
+    files, manifest = model_sources(model)
+    say(f"generate  {len(files)} files, {sum(len(v) for v in files.values()) / 1024:.1f} kB of C "
+        f"in {time.perf_counter() - t:.2f} s")
+    t = time.perf_counter()
+    compiles = stats["compiles"]
+    mod, name, so = build_module(manifest["name"], files, f"model {model.name} ({model.source})")
+    say(f"compile   {name} in {time.perf_counter() - t:.2f} s" + (" (cache hit)" if stats["compiles"] == compiles else ""))
+    manifest["module"], manifest["so"] = name, so.name
+    path = so
+    if out is not None:
+        t = time.perf_counter()
+        target = Path(out) / manifest["name"]
+        _install_package(target, files, so, manifest)
+        path = target / so.name
+        say(f"install   {target} in {time.perf_counter() - t:.2f} s")
+    return MultibodyModel(mod, manifest, path=path)
+
+
+_PACKAGE_INIT = '''"""symgen model package {name!r} (generated; do not edit).
+
+    import generated.{name} as m
+    m.model.frame_pose(q, "frame")      # or m.frame_pose(...): every MultibodyModel method
+"""
+from pathlib import Path as _Path
+
+from symgen.runtime import load_model as _load
+
+model = _load(_Path(__file__).parent)
+
+
+def __getattr__(name):
+    return getattr(model, name)
+'''
+
+
+def _install_package(target: Path, files: dict, so: Path, manifest: dict) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        for fname, text in files.items():
+            (staging / fname).write_text(text)
+        shutil.copy2(so, staging / so.name)
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        (staging / "__init__.py").write_text(_PACKAGE_INIT.format(name=manifest["name"]))
+        if target.exists():
+            old = target.with_name(f".{target.name}.old.{os.getpid()}")
+            os.replace(target, old)
+            os.replace(staging, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

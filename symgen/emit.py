@@ -240,3 +240,58 @@ def banner_info(h: Hinge) -> dict:
 
 def c_identifier_ok(name: str) -> bool:
     return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None
+
+
+# --------------------------------------------------------------------------------------------------
+# per-model translation unit
+# --------------------------------------------------------------------------------------------------
+
+def _c_array(values) -> str:
+    return "{" + ", ".join(repr(float(v)) for v in values) + "}"
+
+
+def _pose12(pose) -> list:
+    import numpy as np
+
+    return list(np.asarray(pose.R, dtype=float).ravel()) + list(pose.xyz)
+
+
+def emit_model(model, layout: dict, slugs: dict) -> dict:
+    """C pieces of a model's translation unit (constants and unrolled per-body statements).
+
+    ``layout``: ``{body: {"q": (start, stop), "u": (start, stop), "nq": .., "nu": ..}}``; ``slugs``: hinge spec
+    slug of each body.  Kernel ``kinematics`` writes, per body k at ``out + k * B`` (``B = 12 + 12 nU``):
+    ``R`` (3x3 body in newtonian), ``p`` (3), ``J`` (6 x nU, body frame), ``Jdot`` (6 x nU).
+    """
+    nb = len(model.bodies)
+    nu = sum(layout[b.name]["nu"] for b in model.bodies)
+    nq = sum(layout[b.name]["nq"] for b in model.bodies)
+    B = 12 + 12 * nu
+    index = {b.name: i for i, b in enumerate(model.bodies)}
+    max_nu = max([1] + [layout[b.name]["nu"] for b in model.bodies])
+    onode = [_c_array(_pose12(b.onode)) for b in model.bodies]
+    pnode_inv = [_c_array(_pose12(b.pnode.inverse())) for b in model.bodies]
+    kin, qdot, sanitize = [], [], []
+    for k, b in enumerate(model.bodies):
+        L, s = layout[b.name], slugs[b.name]
+        q0, u0, hnu, hnq = L["q"][0], L["u"][0], L["nu"], L["nq"]
+        parent = "0" if b.parent == "newtonian" else f"out + {index[b.parent]} * {B}"
+        kin += [f"/* body {k} '{b.name}' <- '{b.parent}' by hinge '{b.hinge_name}' ({b.hinge_type}): "
+                f"Q[{q0}:{q0 + hnq}], U[{u0}:{u0 + hnu}] */",
+                f"{'sg_' + s}_transform(q + {q0}, u + {u0}, 0, X);",
+                f"{'sg_' + s}_coord_map(q + {q0}, u + {u0}, 0, H);",
+                f"{'sg_' + s}_coord_map_dot(q + {q0}, u + {u0}, 0, Hd);",
+                f"sg_link_body({nu}, {hnu}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], {parent}, u, out + {k} * {B});"]
+        if hnq:
+            qdot += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
+                     f"sg_matvec({hnq}, {hnu}, N, u + {u0}, out + {q0});"]
+            if any(t in ("SPHERICAL", "SPHERICAL_QUAT") for t in L["subhinges"]):
+                sanitize.append(f"sg_{s}_sanitize(q + {q0}, u, 0, out + {q0});  /* hinge '{b.hinge_name}' */")
+            else:
+                sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")
+    max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
+    return {"nb": nb, "nq": nq, "nu": nu, "block": B, "onode": onode, "pnode_inv": pnode_inv,
+            "kinematics_lines": [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin,
+            "qdot_lines": ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)out; (void)sg_matvec;"],
+            "sanitize_lines": (["int i;"] + sanitize) if sanitize else ["(void)out;"],
+            "kinematics_size": nb * B}

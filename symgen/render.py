@@ -73,3 +73,19 @@ def render_hinge(h, slug: str | None = None, kernels: list | None = None, templa
     env = environment(template_path)
     spec = hinge_spec_object(h, kernels, slug)
     return env.get_template("hinge.h.jinja").render(**spec), env.get_template("hinge.c.jinja").render(**spec), kernels
+
+
+def render_model(model, layout: dict, slugs: dict, name: str, template_path: Path | None = None):
+    """(header text, source text) of a model's translation unit."""
+    import sympy
+
+    from . import __version__
+
+    pieces = emit.emit_model(model, layout, slugs)
+    table = [f"{k:3d} {b.name:<20} parent {b.parent:<20} hinge {b.hinge_name} ({b.hinge_type})"
+             for k, b in enumerate(model.bodies)]
+    spec = {"name": name, "guard": f"SG_MODEL_{name.upper()}_H", "symgen_version": __version__,
+            "sympy_version": sympy.__version__, "source": Path(model.source).name if model.source else "<memory>",
+            "headers": [f"{name}.h"] + sorted({f"{s}.h" for s in slugs.values()}), "body_table": table, **pieces}
+    env = environment(template_path)
+    return env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec)

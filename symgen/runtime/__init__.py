@@ -1,4 +1,5 @@
 """Python side of built modules. Imports neither sympy nor jinja2: a built module loads without them."""
 from .hinge_kernels import HingeKernels, load_hinge_library
+from .model import FrameToFrame, MultibodyModel, load_model
 
-__all__ = ["HingeKernels", "load_hinge_library"]
+__all__ = ["HingeKernels", "load_hinge_library", "MultibodyModel", "FrameToFrame", "load_model"]

@@ -1,0 +1,289 @@
+"""YAML / JSON model files: loading and validation.
+
+Format (keys not listed are errors)::
+
+    name: spacecraft              # optional, default: file stem
+    gravity: [0, 0, -9.81]        # optional
+    bodies:                       # any order; parents are resolved by name
+      - name: bus
+        parent: newtonian
+        mass: 1200.0
+        com: [0, 0, 0]            # optional, default 0
+        inertia: [[...], [...], [...]]   # about the CoM, body axes; or [Ixx, Iyy, Izz, Ixy, Ixz, Iyz]
+        hinge: {type: FULL6DOF, name: bus_joint, ...params of symgen.hinge}   # name defaults to the body
+        onode: {xyz: [0, 0, 0], rpy: [0, 0, 0]}   # or quat: [x, y, z, w]; on the parent; optional
+        pnode: {xyz: [0, 0, 0]}                     # on this body; optional
+        frames:                                     # optional named body-fixed frames
+          - {name: star_tracker, xyz: [0.5, 0, 1], rpy: [0, 0, 0]}
+    loops:                        # optional cut joints (used by the loop-constraint step)
+      - {name: closure, source: frameA, target: frameB, hinge: BALL}
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .spec import NEWTONIAN, Body, Frame, LoopConstraint, Model, ModelError, Pose, rpy_matrix
+
+TOP_KEYS = {"name", "gravity", "bodies", "loops"}
+BODY_KEYS = {"name", "parent", "mass", "com", "inertia", "hinge", "onode", "pnode", "frames"}
+POSE_KEYS = {"xyz", "rpy", "quat"}
+FRAME_KEYS = {"name", "xyz", "rpy", "quat"}
+LOOP_KEYS = {"name", "source", "target", "hinge"}
+
+
+class _Ctx:
+    def __init__(self, path: str):
+        self.path = path
+
+    def err(self, where: str, msg: str) -> ModelError:
+        return ModelError(f"{self.path}: {where}: {msg}")
+
+
+def _keys(ctx, where, d, allowed, required=()):
+    if not isinstance(d, dict):
+        raise ctx.err(where, f"expected a mapping, got {type(d).__name__}")
+    unknown = sorted(str(k) for k in d if k not in allowed)
+    if unknown:
+        raise ctx.err(where, f"unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
+    for k in required:
+        if k not in d:
+            raise ctx.err(where, f"missing required key '{k}'")
+
+
+def _name(ctx, where, v, field_="name"):
+    if not isinstance(v, str) or not v.strip():
+        raise ctx.err(where, f"field '{field_}' must be a non-empty string, got {v!r}")
+    return v
+
+
+def _vec(ctx, where, field_, v, n):
+    if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
+        raise ctx.err(where, f"field '{field_}' must be a list of {n} numbers, got {v!r}")
+    try:
+        a = np.array(v, dtype=float)
+    except (TypeError, ValueError):
+        raise ctx.err(where, f"field '{field_}' must be a list of {n} numbers, got {v!r}") from None
+    if a.shape != (n,) or not np.all(np.isfinite(a)):
+        raise ctx.err(where, f"field '{field_}' must be {n} finite numbers, got {v!r}")
+    return a
+
+
+def _number(ctx, where, field_, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ctx.err(where, f"field '{field_}' must be a finite number, got {v!r}")
+    return float(v)
+
+
+def parse_pose(ctx, where, d) -> Pose:
+    if d is None:
+        return Pose()
+    _keys(ctx, where, d, POSE_KEYS)
+    return _pose_fields(ctx, where, d)
+
+
+def _pose_fields(ctx, where, d) -> Pose:
+    xyz = _vec(ctx, where, "xyz", d.get("xyz", [0, 0, 0]), 3)
+    if "rpy" in d and "quat" in d:
+        raise ctx.err(where, "give either 'rpy' or 'quat', not both")
+    if "quat" in d:
+        q = _vec(ctx, where, "quat", d["quat"], 4)
+        if abs(np.linalg.norm(q) - 1) > 1e-6:
+            raise ctx.err(where, f"field 'quat' must be a unit quaternion (x, y, z, w), |q| = {np.linalg.norm(q):.6g}")
+        q = q / np.linalg.norm(q)
+        from ..runtime.numeric import np_quat_to_matrix
+
+        R = np_quat_to_matrix(q)
+    else:
+        R = rpy_matrix(_vec(ctx, where, "rpy", d.get("rpy", [0, 0, 0]), 3))
+    return Pose(tuple(tuple(float(x) for x in row) for row in R), tuple(float(x) for x in xyz))
+
+
+def check_inertia(ctx, where, m, J) -> None:
+    """Mass > 0; J symmetric positive definite; principal moments satisfy the triangle inequality."""
+    if not m > 0:
+        raise ctx.err(where, f"field 'mass' must be > 0, got {m}")
+    if not np.allclose(J, J.T, atol=1e-9 * max(1.0, np.abs(J).max())):
+        raise ctx.err(where, "field 'inertia' must be symmetric")
+    ev = np.linalg.eigvalsh((J + J.T) / 2)
+    if ev[0] <= 0:
+        raise ctx.err(where, f"field 'inertia' must be positive definite (principal moments {ev.tolist()})")
+    tol = 1e-9 * ev.sum()
+    if ev[0] + ev[1] < ev[2] - tol:
+        raise ctx.err(where, f"field 'inertia' violates the triangle inequality (principal moments {ev.tolist()}: "
+                             f"{ev[0]:.6g} + {ev[1]:.6g} < {ev[2]:.6g})")
+
+
+def _inertia(ctx, where, v) -> np.ndarray:
+    if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
+        raise ctx.err(where, f"field 'inertia' must be a 3x3 matrix or [Ixx, Iyy, Izz, Ixy, Ixz, Iyz], got {v!r}")
+    try:
+        a = np.array(v, dtype=float)
+    except (TypeError, ValueError):
+        raise ctx.err(where, f"field 'inertia' must be numbers, got {v!r}") from None
+    if a.shape == (6,):
+        xx, yy, zz, xy, xz, yz = a
+        a = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    if a.shape != (3, 3) or not np.all(np.isfinite(a)):
+        raise ctx.err(where, f"field 'inertia' must be a 3x3 matrix or 6 numbers, got shape {a.shape}")
+    return a
+
+
+def _hinge(ctx, where, d, body_name):
+    from .. import hinges as H
+
+    if not isinstance(d, dict):
+        raise ctx.err(where, f"field 'hinge' must be a mapping with 'type', got {d!r}")
+    if "type" not in d:
+        raise ctx.err(where, "field 'hinge' is missing 'type'")
+    params = {k: v for k, v in d.items() if k not in ("type", "name")}
+    name = d.get("name", body_name)
+    _name(ctx, where, name, "hinge.name")
+    try:
+        spec = H.bind(d["type"], **params)
+    except ValueError as e:
+        raise ctx.err(where, f"field 'hinge': {e}") from None
+    except TypeError as e:
+        raise ctx.err(where, f"field 'hinge': {e}") from None
+    frozen = tuple(sorted((k, _freeze(v)) for k, v in params.items()))
+    return name, spec.hinge_type, frozen
+
+
+def _freeze(v):
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, np.ndarray):
+        return _freeze(v.tolist())
+    return v
+
+
+def model_from_dict(data, path: str = "<dict>", name: str | None = None) -> Model:
+    """Validate a parsed model document and build a :class:`Model` (bodies sorted parent before child)."""
+    ctx = _Ctx(path)
+    _keys(ctx, "model", data, TOP_KEYS, required=("bodies",))
+    mname = data.get("name", name or Path(path).stem)
+    _name(ctx, "model", mname)
+    gravity = tuple(_vec(ctx, "model", "gravity", data.get("gravity", [0, 0, -9.81]), 3).tolist())
+    raw = data["bodies"]
+    if not isinstance(raw, list) or not raw:
+        raise ctx.err("model", "field 'bodies' must be a non-empty list")
+    bodies, frames, seen, hinge_names = {}, [], {NEWTONIAN}, set()
+    frame_names = {NEWTONIAN}
+    for i, b in enumerate(raw):
+        where = f"bodies[{i}]"
+        _keys(ctx, where, b, BODY_KEYS, required=("name", "parent", "mass", "inertia", "hinge"))
+        bname = _name(ctx, where, b["name"])
+        where = f"body '{bname}'"
+        if bname in seen:
+            raise ctx.err(where, "duplicate name" + (" (reserved for the root frame)" if bname == NEWTONIAN else ""))
+        seen.add(bname)
+        frame_names.add(bname)
+        parent = _name(ctx, where, b["parent"], "parent")
+        m = _number(ctx, where, "mass", b["mass"])
+        com = _vec(ctx, where, "com", b.get("com", [0, 0, 0]), 3)
+        J = _inertia(ctx, where, b["inertia"])
+        check_inertia(ctx, where, m, J)
+        hname, htype, hparams = _hinge(ctx, where, b["hinge"], bname)
+        if hname in hinge_names:
+            raise ctx.err(where, f"duplicate hinge name '{hname}'")
+        hinge_names.add(hname)
+        onode = parse_pose(ctx, f"{where}: field 'onode'", b.get("onode"))
+        pnode = parse_pose(ctx, f"{where}: field 'pnode'", b.get("pnode"))
+        bodies[bname] = Body(bname, parent, m, tuple(com.tolist()), tuple(map(tuple, J.tolist())), hname, htype,
+                             hparams, onode, pnode)
+        fl = b.get("frames", [])
+        if not isinstance(fl, list):
+            raise ctx.err(where, "field 'frames' must be a list")
+        for j, f in enumerate(fl):
+            fw = f"{where}: frames[{j}]"
+            _keys(ctx, fw, f, FRAME_KEYS, required=("name",))
+            fname = _name(ctx, fw, f["name"])
+            if fname in frame_names:
+                raise ctx.err(fw, f"duplicate frame name '{fname}'")
+            frame_names.add(fname)
+            frames.append(Frame(fname, bname, _pose_fields(ctx, fw, f)))
+    for b in bodies.values():
+        if b.parent != NEWTONIAN and b.parent not in bodies:
+            raise ctx.err(f"body '{b.name}'", f"unknown parent '{b.parent}'")
+    order = _topological(ctx, bodies)
+    loops = []
+    for i, lc in enumerate(data.get("loops", []) or []):
+        where = f"loops[{i}]"
+        _keys(ctx, where, lc, LOOP_KEYS, required=("name", "source", "target", "hinge"))
+        for k in ("source", "target"):
+            if lc[k] not in frame_names:
+                raise ctx.err(where, f"field '{k}': unknown frame '{lc[k]}'")
+        htype = lc["hinge"]["type"] if isinstance(lc["hinge"], dict) else lc["hinge"]
+        try:
+            from ..hinges import hinge_type
+
+            hinge_type(htype)
+        except ValueError as e:
+            raise ctx.err(where, f"field 'hinge': {e}") from None
+        loops.append(LoopConstraint(_name(ctx, where, lc["name"]), lc["source"], lc["target"], str(htype).upper()))
+    return Model(str(mname), order, frames, loops, gravity, path)
+
+
+def _topological(ctx, bodies: dict) -> list:
+    order, placed = [], {NEWTONIAN}
+    remaining = dict(bodies)
+    while remaining:
+        ready = [b for b in remaining.values() if b.parent in placed]
+        if not ready:
+            cyc = sorted(remaining)
+            raise ctx.err(f"body '{cyc[0]}'", f"parent chain never reaches '{NEWTONIAN}' (cycle among {', '.join(cyc)})")
+        for b in ready:
+            order.append(b)
+            placed.add(b.name)
+            del remaining[b.name]
+    return order
+
+
+def load_model(path, floating_base: bool = False) -> Model:
+    """Load a ``.yaml``/``.yml``/``.json`` model or a ``.urdf`` (``floating_base`` adds FULL6DOF at the root)."""
+    p = Path(path)
+    if not p.exists():
+        raise ModelError(f"{path}: no such file")
+    suffix = p.suffix.lower()
+    if suffix == ".urdf":
+        from .urdf import load_urdf
+
+        return load_urdf(p, floating_base=floating_base)
+    if suffix not in (".yaml", ".yml", ".json"):
+        raise ModelError(f"{path}: unknown model format '{suffix}' (use .yaml, .yml, .json or .urdf)")
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelError(f"{path}: cannot read: {e}") from None
+    try:
+        if suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as e:  # yaml.YAMLError, json.JSONDecodeError, recursion on absurd nesting
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelError(f"{path}: malformed {suffix[1:].upper()}: {first}") from None
+    model = model_from_dict(data, str(path), name=p.stem)
+    if floating_base:
+        model = add_floating_base(model)
+    return model
+
+
+def add_floating_base(model: Model) -> Model:
+    """Put a FULL6DOF hinge between newtonian and the root body (which must hang from newtonian by a
+    LOCKED hinge, as a URDF root does)."""
+    roots = [b for b in model.bodies if b.parent == NEWTONIAN]
+    out = []
+    for b in model.bodies:
+        if b.parent == NEWTONIAN and len(roots) == 1:
+            if b.hinge_type != "LOCKED":
+                raise ModelError(f"{model.source}: body '{b.name}': floating_base needs a root attached to "
+                                 f"'{NEWTONIAN}' by nothing (LOCKED), it has {b.hinge_type}")
+            b = Body(b.name, b.parent, b.mass, b.com, b.inertia, b.hinge_name, "FULL6DOF", (), b.onode, b.pnode)
+        out.append(b)
+    return Model(model.name, out, model.frames, model.loops, model.gravity, model.source, model.warnings)

@@ -1,0 +1,109 @@
+"""Model description: a tree of rigid bodies joined by hinges (DESIGN.md §6).
+
+Frames and poses follow DESIGN.md §2: a body's frame is where its mass properties are given (CoM and
+inertia about the CoM, in body axes).  A body hangs from its parent through its hinge: the *onode* is a
+frame fixed on the parent (pose ``onode`` in the parent body frame), the *pnode* a frame fixed on the body
+(pose ``pnode`` in the body frame), and the hinge gives ``X_op(Q)``, so
+``X_parent,body = onode * X_op(Q) * pnode^-1``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+NEWTONIAN = "newtonian"
+
+
+class ModelError(ValueError):
+    """Bad model input; the message names the file, the body/joint and the field."""
+
+
+@dataclass(frozen=True)
+class Pose:
+    """``(R, xyz)``: rotation matrix (3x3) and translation (3)."""
+
+    R: tuple = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+    xyz: tuple = (0.0, 0.0, 0.0)
+
+    @property
+    def matrix(self) -> np.ndarray:
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = np.array(self.R), np.array(self.xyz)
+        return T
+
+    def inverse(self) -> "Pose":
+        R = np.array(self.R)
+        return Pose(_tup(R.T), tuple(float(x) for x in -R.T @ np.array(self.xyz)))
+
+    def is_identity(self) -> bool:
+        return np.allclose(self.R, np.eye(3), atol=0, rtol=0) and not any(self.xyz)
+
+    @staticmethod
+    def from_matrix(T) -> "Pose":
+        T = np.asarray(T, dtype=float)
+        return Pose(_tup(T[:3, :3]), tuple(float(x) for x in T[:3, 3]))
+
+
+def _tup(M) -> tuple:
+    return tuple(tuple(float(x) for x in row) for row in np.asarray(M))
+
+
+def rpy_matrix(rpy) -> np.ndarray:
+    """URDF roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)`` (fixed axes x, y, z)."""
+    r, p, y = (float(a) for a in rpy)
+    cr, sr, cp, sp_, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    Ry = np.array([[cp, 0, sp_], [0, 1, 0], [-sp_, 0, cp]])
+    Rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+    return Rz @ Ry @ Rx
+
+
+@dataclass(frozen=True)
+class Frame:
+    name: str
+    body: str
+    pose: Pose = Pose()
+
+
+@dataclass(frozen=True)
+class Body:
+    name: str
+    parent: str
+    mass: float
+    com: tuple
+    inertia: tuple              # 3x3 about the CoM, body axes
+    hinge_name: str
+    hinge_type: str
+    hinge_params: tuple = ()    # (name, value) pairs for symgen.hinge(...)
+    onode: Pose = Pose()        # onode pose in the parent body frame
+    pnode: Pose = Pose()        # pnode pose in this body frame
+
+    def hinge_kwargs(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else v)
+                for k, v in self.hinge_params}
+
+
+@dataclass(frozen=True)
+class LoopConstraint:
+    name: str
+    source: str
+    target: str
+    hinge_type: str
+
+
+@dataclass
+class Model:
+    name: str
+    bodies: list                            # parent before child
+    frames: list = field(default_factory=list)   # named body-fixed frames (beyond the bodies' own)
+    loops: list = field(default_factory=list)
+    gravity: tuple = (0.0, 0.0, -9.81)
+    source: str = ""
+    warnings: list = field(default_factory=list)
+
+    def body(self, name: str) -> Body:
+        for b in self.bodies:
+            if b.name == name:
+                return b
+        raise KeyError(name)

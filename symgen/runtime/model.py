@@ -1,0 +1,364 @@
+"""A built model: names instead of indices, numpy in / numpy out (no sympy, no jinja2).
+
+The compiled ``kinematics`` kernel returns, per body, its pose in newtonian, its Jacobian ``J_b`` (U -> the
+body's inertial spatial velocity ``[w; v]`` in body axes) and ``Jdot_b``.  Everything here follows from those
+with batched numpy (no Python loop over states):
+
+* frame f on body b at ``X_bf``: ``J_f = phi^T(b, f) J_b``, ``V_f = J_f U``;
+* ``frame_acceleration`` is classical: ``J_f Udot + Jdot_f U + [0; w_f x v_f]``;
+* f2f(o, p): ``rel_sp_vel`` is the velocity of p relative to o, observed from and represented in o
+  (``[R_op w_p - w_o; R_op v_p - v_o + l_op x w_o]`` in o axes), ``rel_sp_accel`` its time derivative
+  (components in o), ``jacobian`` maps U to ``rel_sp_vel``, ``pose_gradient`` maps U to
+  ``d/dt [log R_op; l_op]``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .hinge_kernels import HingeKernels
+from .numeric import np_jr_inv, np_rotation_log, np_skew
+
+FD_STEP = 1e-6
+
+
+def _skew(v):
+    return np_skew(v)
+
+
+def _phiT_apply(R, l, M):
+    """phi^T(A, B) M for X_AB = (R, l), M of shape (..., 6, k): [R^T M_w; R^T (M_v - l x M_w)]."""
+    Mw, Mv = M[..., :3, :], M[..., 3:, :]
+    RT = np.swapaxes(R, -1, -2)
+    return np.concatenate([RT @ Mw, RT @ (Mv - _skew(l) @ Mw)], axis=-2)
+
+
+def _vee(W):
+    return np.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], axis=-1)
+
+
+class MultibodyModel:
+    """Loaded, compiled model.  Every method takes one state or a batch (leading axis N)."""
+
+    def __init__(self, module, manifest: dict, path=None):
+        self._lib, self._ffi = module.lib, module.ffi
+        self.manifest = manifest
+        self.name = manifest["name"]
+        self.nq, self.nu, self.nb = manifest["nq"], manifest["nu"], manifest["nb"]
+        self.path = path
+        self.gravity = np.array(manifest["gravity"])
+        self.hinge_names = tuple(manifest["hinges"])
+        self.body_names = tuple(b["name"] for b in manifest["bodies"])
+        self.frame_names = tuple(manifest["frames"])
+        self.warnings = tuple(manifest.get("warnings", ()))
+        self._frames = {k: (v["body"], np.array(v["R"], float), np.array(v["p"], float))
+                        for k, v in manifest["frames"].items()}
+        self._hk = {}
+        self._block = 12 + 12 * self.nu
+
+    def __repr__(self):
+        return f"<symgen.MultibodyModel {self.name}: nq={self.nq} nu={self.nu} bodies={self.nb}>"
+
+    # ---- layout
+    def _hinge(self, name):
+        try:
+            return self.manifest["hinges"][name]
+        except KeyError:
+            raise KeyError(f"{self.name}: no hinge named {name!r} (hinges: {', '.join(self.hinge_names)})") from None
+
+    def q_slice(self, hinge: str) -> slice:
+        return slice(*self._hinge(hinge)["q"])
+
+    def u_slice(self, hinge: str) -> slice:
+        return slice(*self._hinge(hinge)["u"])
+
+    def neutral_q(self) -> np.ndarray:
+        """Identity quaternions, zero elsewhere."""
+        q = np.zeros(self.nq)
+        for h in self.manifest["hinges"].values():
+            q[slice(*h["q"])] = h["neutral_q"]
+        return q
+
+    def hinge_kernels(self, hinge: str) -> HingeKernels:
+        """The compiled kernels of one hinge (transform, coord_map, pose_gradient, ...)."""
+        info = self._hinge(hinge)
+        if hinge not in self._hk:
+            spec = self.manifest["hinge_specs"][info["slug"]]
+            self._hk[hinge] = HingeKernels(_Module(self._lib, self._ffi), spec)
+        return self._hk[hinge]
+
+    # ---- C calls
+    def _states(self, q, u=None):
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        if q.ndim not in (1, 2) or q.shape[-1] != self.nq:
+            raise ValueError(f"{self.name}: q must have shape ({self.nq},) or (N, {self.nq}), got {q.shape}")
+        single = q.ndim == 1
+        Q = q.reshape(-1, self.nq)
+        if u is None:
+            U = np.zeros((Q.shape[0], self.nu))
+        else:
+            u = np.ascontiguousarray(u, dtype=np.float64)
+            if u.ndim != q.ndim or u.shape[-1] != self.nu or (not single and u.shape[0] != Q.shape[0]):
+                raise ValueError(f"{self.name}: u must have shape ({self.nu},) or (N, {self.nu}) matching q, got {u.shape}")
+            U = u.reshape(-1, self.nu)
+        return single, Q, U
+
+    def _buf(self, a):
+        return self._ffi.from_buffer("double[]", a) if a.size else self._ffi.from_buffer("double[]", np.zeros(1))
+
+    def _run(self, kernel, Q, U, size):
+        out = np.empty((Q.shape[0], size))
+        getattr(self._lib, f"sg_{self.name}_{kernel}_batch")(
+            Q.shape[0], self._buf(Q), self._buf(U), self._ffi.NULL,
+            self._ffi.from_buffer("double[]", out, require_writable=True) if out.size else self._ffi.NULL)
+        return out
+
+    def _bodies(self, Q, U):
+        raw = self._run("kinematics", Q, U, self.nb * self._block).reshape(Q.shape[0], self.nb, self._block)
+        R = raw[:, :, :9].reshape(-1, self.nb, 3, 3)
+        p = raw[:, :, 9:12]
+        J = raw[:, :, 12:12 + 6 * self.nu].reshape(-1, self.nb, 6, self.nu)
+        Jd = raw[:, :, 12 + 6 * self.nu:].reshape(-1, self.nb, 6, self.nu)
+        return R, p, J, Jd
+
+    def _frame(self, name):
+        try:
+            return self._frames[name]
+        except KeyError:
+            raise KeyError(f"{self.name}: no frame named {name!r} (frames: {', '.join(self.frame_names)})") from None
+
+    def _frame_data(self, Q, U, name):
+        """(R, p, J, Jdot) of a frame for every state (batched arrays)."""
+        b, Rbf, lbf = self._frame(name)
+        n = Q.shape[0]
+        if b < 0:  # newtonian
+            z = np.zeros((n, 6, self.nu))
+            return np.broadcast_to(np.eye(3), (n, 3, 3)).copy(), np.zeros((n, 3)), z, z.copy()
+        R, p, J, Jd = self._bodies(Q, U)
+        R, p, J, Jd = R[:, b], p[:, b], J[:, b], Jd[:, b]
+        Rf = R @ Rbf
+        pf = p + R @ lbf
+        return Rf, pf, _phiT_apply(Rbf, lbf, J), _phiT_apply(Rbf, lbf, Jd)
+
+    @staticmethod
+    def _out(single, a):
+        return a[0] if single else a
+
+    # ---- frame queries
+    def frame_pose(self, q, frame: str) -> np.ndarray:
+        """4x4 pose of the frame in newtonian."""
+        single, Q, U = self._states(q)
+        R, p, _, _ = self._frame_data(Q, U, frame)
+        T = np.zeros((Q.shape[0], 4, 4))
+        T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = R, p, 1.0
+        return self._out(single, T)
+
+    def jacobian(self, q, frame: str) -> np.ndarray:
+        """6 x nU map from U to the frame's inertial spatial velocity [w; v] in frame axes."""
+        single, Q, U = self._states(q)
+        return self._out(single, self._frame_data(Q, U, frame)[2])
+
+    def jacobian_dot(self, q, u, frame: str) -> np.ndarray:
+        """Time derivative of :meth:`jacobian` along Qdot = N U."""
+        single, Q, U = self._states(q, u)
+        return self._out(single, self._frame_data(Q, U, frame)[3])
+
+    def frame_velocity(self, q, u, frame: str) -> np.ndarray:
+        single, Q, U = self._states(q, u)
+        J = self._frame_data(Q, U, frame)[2]
+        return self._out(single, np.einsum("nij,nj->ni", J, U))
+
+    def frame_acceleration(self, q, u, udot, frame: str) -> np.ndarray:
+        """Classical acceleration [w_dot; a] of the frame origin, in frame axes (gravity not added)."""
+        single, Q, U = self._states(q, u)
+        _, _, Ud = self._states(q, udot)
+        _, _, J, Jd = self._frame_data(Q, U, frame)
+        V = np.einsum("nij,nj->ni", J, U)
+        A = np.einsum("nij,nj->ni", J, Ud) + np.einsum("nij,nj->ni", Jd, U)
+        A[:, 3:] += np.cross(V[:, :3], V[:, 3:])
+        return self._out(single, A)
+
+    def qdot(self, q, u) -> np.ndarray:
+        """Qdot = N(Q) U for the whole model."""
+        single, Q, U = self._states(q, u)
+        return self._out(single, self._run("qdot", Q, U, self.nq))
+
+    def sanitize(self, q) -> np.ndarray:
+        """Equivalent Q: SPHERICAL rotation vectors with |r| <= pi, unit quaternions."""
+        single, Q, U = self._states(q)
+        return self._out(single, self._run("sanitize", Q, U, self.nq))
+
+    def f2f(self, oframe: str, pframe: str) -> "FrameToFrame":
+        self._frame(oframe), self._frame(pframe)
+        return FrameToFrame(self, oframe, pframe)
+
+    # ---- fitting
+    def fit_q(self, hinge: str, transform, q0=None, tol: float = 1e-12, max_iter: int = 50) -> np.ndarray:
+        """Hinge coordinates whose X_op equals ``transform`` (4x4, pnode pose in the onode).
+
+        Newton on the hinge's pose gradient: ``dQ = N G^+ ([log R*; l*] - [log R; l])``, restarted from a few
+        starting points if needed.  Coordinates are returned sanitized; a hinge with fewer than 6 DOF
+        returns the least-squares best fit.  Redundant coordinates (quaternion sign, angle + 2 pi) may
+        differ from the ones that produced ``transform``."""
+        k = self.hinge_kernels(hinge)
+        target = np.asarray(transform, dtype=float)
+        if target.shape != (4, 4):
+            raise ValueError(f"fit_q: transform must be 4x4, got {target.shape}")
+        info = self._hinge(hinge)
+        starts = [np.array(info["neutral_q"], float) if q0 is None else np.asarray(q0, float)]
+        rng = np.random.default_rng(0)
+        for _ in range(8):
+            s = np.array(info["neutral_q"], float) + rng.normal(scale=0.7, size=k.nq)
+            starts.append(k.sanitize(s))
+        best, best_err = None, np.inf
+        for q in starts:
+            for _ in range(max_iter):
+                X = k.transform(q)
+                # error as a small rotation in the pframe: R^T R* = exp(e), then map through J_r
+                e_rot = np_rotation_log(X[:3, :3].T @ target[:3, :3])
+                e = np.concatenate([e_rot, target[:3, 3] - X[:3, 3]])
+                err = float(np.linalg.norm(e))
+                if err < tol:
+                    break
+                H = k.coord_map(q)
+                # velocity needed: w (pframe) ~ e_rot, l_dot ~ e_lin
+                A = np.vstack([H[:3], X[:3, :3] @ H[3:]])
+                du = np.linalg.lstsq(A, e, rcond=None)[0]
+                q = k.sanitize(q + k.qdot_map(q) @ du)
+            X = k.transform(q)
+            err = float(np.linalg.norm(np.concatenate([np_rotation_log(X[:3, :3].T @ target[:3, :3]),
+                                                       target[:3, 3] - X[:3, 3]])))
+            if err < best_err:
+                best, best_err = q, err
+            if best_err < tol:
+                break
+        return best
+
+    def fit_u(self, hinge: str, spatial_velocity, q=None) -> np.ndarray:
+        """Least-squares hinge U with ``H*_p(Q) U = spatial_velocity`` (pnode relative to onode, in the
+        pnode); ``q`` is the hinge's Q (default neutral)."""
+        k = self.hinge_kernels(hinge)
+        q = np.array(self._hinge(hinge)["neutral_q"], float) if q is None else np.asarray(q, float)
+        return np.linalg.lstsq(k.coord_map(q), np.asarray(spatial_velocity, float), rcond=None)[0]
+
+
+class _Module:
+    def __init__(self, lib, ffi):
+        self.lib, self.ffi = lib, ffi
+
+
+class FrameToFrame:
+    """Relative kinematics of ``pframe`` with respect to ``oframe`` (Karana FrameToFrame)."""
+
+    def __init__(self, model: MultibodyModel, oframe: str, pframe: str):
+        self.model, self.oframe, self.pframe = model, oframe, pframe
+
+    def __repr__(self):
+        return f"<f2f {self.oframe} -> {self.pframe}>"
+
+    def _data(self, q, u=None):
+        m = self.model
+        single, Q, U = m._states(q, u)
+        Ro, po, Jo, Jdo = m._frame_data(Q, U, self.oframe)
+        Rp, pp, Jp, Jdp = m._frame_data(Q, U, self.pframe)
+        RoT = np.swapaxes(Ro, -1, -2)
+        Rop = RoT @ Rp
+        lop = np.einsum("nij,nj->ni", RoT, pp - po)
+        return single, Q, U, Rop, lop, Jo, Jdo, Jp, Jdp
+
+    @staticmethod
+    def _jac(Rop, lop, Jo, Jp):
+        Jw = Rop @ Jp[:, :3] - Jo[:, :3]
+        Jv = Rop @ Jp[:, 3:] - Jo[:, 3:] + _skew(lop) @ Jo[:, :3]
+        return np.concatenate([Jw, Jv], axis=1)
+
+    def rel_transform(self, q) -> np.ndarray:
+        single, _, _, Rop, lop, *_ = self._data(q)
+        T = np.zeros((Rop.shape[0], 4, 4))
+        T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = Rop, lop, 1.0
+        return self.model._out(single, T)
+
+    def jacobian(self, q) -> np.ndarray:
+        single, _, _, Rop, lop, Jo, _, Jp, _ = self._data(q)
+        return self.model._out(single, self._jac(Rop, lop, Jo, Jp))
+
+    def rel_sp_vel(self, q, u) -> np.ndarray:
+        single, _, U, Rop, lop, Jo, _, Jp, _ = self._data(q, u)
+        return self.model._out(single, np.einsum("nij,nj->ni", self._jac(Rop, lop, Jo, Jp), U))
+
+    def rel_sp_accel(self, q, u, udot) -> np.ndarray:
+        """d/dt of rel_sp_vel (components in the oframe) = J Udot + Jdot U."""
+        single, Q, U, Rop, lop, Jo, Jdo, Jp, Jdp = self._data(q, u)
+        _, _, Ud = self.model._states(q, udot)
+        wo = np.einsum("nij,nj->ni", Jo[:, :3], U)
+        wp = np.einsum("nij,nj->ni", Jp[:, :3], U)
+        Rop_dot = -_skew(wo) @ Rop + Rop @ _skew(wp)
+        ldot = np.einsum("nij,nj->ni", self._jac(Rop, lop, Jo, Jp)[:, 3:], U)
+        Jdw = Rop_dot @ Jp[:, :3] + Rop @ Jdp[:, :3] - Jdo[:, :3]
+        Jdv = (Rop_dot @ Jp[:, 3:] + Rop @ Jdp[:, 3:] - Jdo[:, 3:] + _skew(ldot) @ Jo[:, :3]
+               + _skew(lop) @ Jdo[:, :3])
+        Jd = np.concatenate([Jdw, Jdv], axis=1)
+        J = self._jac(Rop, lop, Jo, Jp)
+        return self.model._out(single, np.einsum("nij,nj->ni", J, Ud) + np.einsum("nij,nj->ni", Jd, U))
+
+    def pose_gradient(self, q) -> np.ndarray:
+        """6 x nU map from U to d/dt [log R_op; l_op] (log: rotation vector, angle in [0, pi])."""
+        single, _, _, Rop, lop, Jo, _, Jp, _ = self._data(q)
+        J = self._jac(Rop, lop, Jo, Jp)
+        G = np.empty_like(J)
+        for i in range(J.shape[0]):  # 3x3 per state; the log has no batched closed form worth the trouble
+            phi = np_rotation_log(Rop[i])
+            G[i, :3] = np_jr_inv(phi) @ Rop[i].T @ J[i, :3]
+        G[:, 3:] = J[:, 3:]
+        return self.model._out(single, G)
+
+    # ---- numerical-difference twins (cross-validation)
+    def _along(self, Q, d, h):
+        m = self.model
+        return m.sanitize(Q + h * d), m.sanitize(Q - h * d)
+
+    def rel_sp_vel_num_diff(self, q, u, h: float = FD_STEP) -> np.ndarray:
+        """rel_sp_vel from central differences of rel_transform along Qdot = N U."""
+        m = self.model
+        single, Q, U = m._states(q, u)
+        d = m.qdot(Q, U)
+        qp, qm = self._along(Q, d, h)
+        Tp, Tm, T = self.rel_transform(qp), self.rel_transform(qm), self.rel_transform(Q)
+        Td = (Tp - Tm) / (2 * h)
+        w = _vee(Td[:, :3, :3] @ np.swapaxes(T[:, :3, :3], -1, -2))
+        return m._out(single, np.concatenate([w, Td[:, :3, 3]], axis=1))
+
+    def pose_gradient_num_diff(self, q, h: float = FD_STEP) -> np.ndarray:
+        """pose_gradient from central differences of [log R_op; l_op] along N e_j."""
+        m = self.model
+        single, Q, _ = m._states(q)
+        G = np.empty((Q.shape[0], 6, m.nu))
+        for j in range(m.nu):
+            e = np.zeros((Q.shape[0], m.nu))
+            e[:, j] = 1.0
+            qp, qm = self._along(Q, m.qdot(Q, e), h)
+            Tp, Tm = self.rel_transform(qp), self.rel_transform(qm)
+            for i in range(Q.shape[0]):
+                G[i, :3, j] = (np_rotation_log(Tp[i, :3, :3]) - np_rotation_log(Tm[i, :3, :3])) / (2 * h)
+            G[:, 3:, j] = (Tp[:, :3, 3] - Tm[:, :3, 3]) / (2 * h)
+        return m._out(single, G)
+
+
+def load_model(path) -> MultibodyModel:
+    """Load ``generated/<model>/`` (manifest.json + compiled module) without sympy or jinja2."""
+    import importlib.util
+    import sys
+
+    path = Path(path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    name = manifest["module"]
+    if name in sys.modules:
+        mod = sys.modules[name]
+    else:
+        spec = importlib.util.spec_from_file_location(name, path / manifest["so"])
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+    return MultibodyModel(mod, manifest, path=path)
