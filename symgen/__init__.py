@@ -22,18 +22,17 @@ _LAZY = {
 }
 
 
-def build(path, floating_base: bool = False, out=None, progress=None):
-    """Load a YAML/JSON/URDF model, generate and compile its C (through the cache) and return the loaded
-    :class:`symgen.runtime.MultibodyModel`.  With ``out``, also write ``out/<model>/`` as a package."""
-    from .build import build_model
-    from .model import load_model as _load
-
-    return build_model(_load(path, floating_base=floating_base), out=out, progress=progress)
-
 __all__ = ["__version__", "build", *_LAZY]
+
+# ``symgen.build(path, floating_base=False, out=None)`` is the submodule symgen.build itself, made callable
+# (a function of that name would be shadowed by the submodule as soon as it is imported).
 
 
 def __getattr__(name):
+    if name == "build":
+        import importlib
+
+        return importlib.import_module(".build", __name__)
     if name in _LAZY:
         import importlib
 

@@ -456,3 +456,20 @@ def _install_package(target: Path, files: dict, so: Path, manifest: dict) -> Non
             os.replace(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def build(path, floating_base: bool = False, out=None, progress=None):
+    """Load a YAML/JSON/URDF model, generate and compile its C (through the cache) and return the loaded
+    :class:`symgen.runtime.MultibodyModel`.  With ``out``, also write ``out/<model>/`` as a package.
+    Also reachable as ``symgen.build(...)``."""
+    from .model import load_model
+
+    return build_model(load_model(path, floating_base=floating_base), out=out, progress=progress)
+
+
+class _CallableModule(type(sys)):
+    def __call__(self, path, floating_base: bool = False, out=None, progress=None):
+        return build(path, floating_base=floating_base, out=out, progress=progress)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -132,18 +132,34 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def bundled_example() -> Path:
+    """The model ``python -m symgen build`` builds when no MODEL is given: the 7-dof arm URDF."""
+    from importlib import resources
+
+    return Path(str(resources.files("symgen.examples"))) / "models" / "arm7.urdf"
+
+
 def cmd_build(args) -> int:
     target = args.target
     if target == "hinges":
         return _build_hinges(Path(args.out))
-    path = Path(target)
-    if path.suffix.lower() in (".yaml", ".yml", ".json", ".urdf"):
-        if not path.exists():
-            raise ValueError(f"model file {target} does not exist")
-        raise ValueError(f"{target}: building models is not implemented yet; "
-                         "'python -m symgen build hinges' builds the hinge catalogue")
-    raise ValueError(f"don't know how to build {target!r}: give 'hinges' or a model file "
-                     "(.yaml, .yml, .json, .urdf)")
+    path = bundled_example() if target is None else Path(target)
+    if path.suffix.lower() not in (".yaml", ".yml", ".json", ".urdf"):
+        raise ValueError(f"don't know how to build {target!r}: give 'hinges' or a model file "
+                         "(.yaml, .yml, .json, .urdf)")
+    from .build import build_model
+    from .model import load_model
+
+    t0 = time.perf_counter()
+    t = time.perf_counter()
+    model = load_model(path, floating_base=args.floating_base)
+    print(f"load      {path} ({len(model.bodies)} bodies) in {time.perf_counter() - t:.2f} s", flush=True)
+    for w in model.warnings:
+        print(f"warning: {path}: {w}", file=sys.stderr)
+    mb = build_model(model, out=Path(args.out), progress=lambda s: print(s, flush=True))
+    print(f"built     {mb.name}: nQ = {mb.nq}, nU = {mb.nu}, {mb.nb} bodies, {len(mb.frame_names)} frames -> "
+          f"{Path(args.out) / mb.name} (import {Path(args.out).name}.{mb.name}) in {time.perf_counter() - t0:.2f} s")
+    return 0
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -169,12 +185,16 @@ def make_parser() -> argparse.ArgumentParser:
     ps.add_argument("--c", action="store_true", help="print the generated C source instead of the equations")
     ps.set_defaults(func=cmd_show)
 
-    pb = sub.add_parser("build", help="generate and compile C kernels",
-                        description="Build TARGET into OUT/<name>/. TARGET 'hinges' (default) generates the C "
-                                    "kernels of every hinge type (OUT/hinges/<type>.c/.h), compiles them into one "
-                                    "module through the cache, and writes OUT/hinges/EQUATIONS.md and "
-                                    "manifest.json. Model files arrive with the model builder.")
-    pb.add_argument("target", nargs="?", default="hinges", help="'hinges' (default) or a model file")
+    pb = sub.add_parser("build", help="generate and compile a model (or the hinge library)",
+                        description="Build MODEL (.yaml, .yml, .json or .urdf; default: the bundled 7-dof arm "
+                                    "URDF) into OUT/<model>/: C sources, compiled module, manifest.json and an "
+                                    "__init__.py, so 'import generated.<model>' works from the folder holding OUT. "
+                                    "MODEL 'hinges' generates the C kernels of every hinge type into OUT/hinges/ "
+                                    "with EQUATIONS.md. Compiles go through the cache.")
+    pb.add_argument("target", nargs="?", default=None, metavar="MODEL",
+                    help="model file, or 'hinges' (default: the bundled arm7.urdf)")
+    pb.add_argument("--floating-base", action="store_true",
+                    help="put a FULL6DOF hinge between newtonian and the root body (URDF root link)")
     pb.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: ./generated)")
     pb.set_defaults(func=cmd_build)
     return p
@@ -186,7 +206,7 @@ def main(argv=None) -> int:
 
     try:
         return args.func(args)
-    except (ValueError, BuildError) as e:
+    except (ValueError, BuildError, KeyError) as e:
         print(f"symgen: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into head & co.

@@ -1,0 +1,77 @@
+"""Random models for tests: trees mixing every hinge type, and random URDF trees for Pinocchio."""
+from __future__ import annotations
+
+import numpy as np
+
+import symgen
+
+
+def _inertia(rng, m):
+    """A physically valid inertia: principal moments from a random box, random orientation."""
+    a, b, c = rng.uniform(0.05, 0.5, 3)
+    moments = m / 12 * np.array([b * b + c * c, a * a + c * c, a * a + b * b])
+    Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    return (Q @ np.diag(moments) @ Q.T).tolist()
+
+
+def _pose(rng, scale=0.4):
+    return {"xyz": rng.uniform(-scale, scale, 3).tolist(), "rpy": rng.uniform(-np.pi, np.pi, 3).tolist()}
+
+
+def random_tree_dict(seed: int, types=None, name=None) -> dict:
+    """A model document whose bodies use each hinge type once (random order, random parents, random
+    onode/pnode poses and body frames)."""
+    rng = np.random.default_rng(seed)
+    types = list(types or symgen.HINGE_TYPES)
+    rng.shuffle(types)
+    bodies, names = [], ["newtonian"]
+    for i, t in enumerate(types):
+        m = float(rng.uniform(0.5, 3.0))
+        hinge = {"type": t, "name": f"h{i}_{t.lower()}"}
+        if t == "PIN":
+            v = rng.normal(size=3)
+            hinge["axis"] = (v / np.linalg.norm(v)).tolist()
+        if t == "CUSTOM":
+            hinge["subhinges"] = ["SPHERICAL", "LINEAR"]
+        bodies.append({
+            "name": f"b{i}", "parent": names[int(rng.integers(0, len(names)))], "mass": m,
+            "com": rng.uniform(-0.2, 0.2, 3).tolist(), "inertia": _inertia(rng, m), "hinge": hinge,
+            "onode": _pose(rng), "pnode": _pose(rng, 0.2),
+            "frames": [{"name": f"f{i}", **_pose(rng)}],
+        })
+        names.append(f"b{i}")
+    return {"name": name or f"tree{seed}", "gravity": [0.0, 0.0, -9.81], "bodies": bodies}
+
+
+def random_urdf(seed: int, n_links: int = 9) -> str:
+    """A random URDF tree with revolute, continuous, prismatic and fixed joints (valid inertias)."""
+    rng = np.random.default_rng(seed)
+    kinds = ["revolute", "continuous", "prismatic", "fixed"]
+    links, joints = [], []
+    for i in range(n_links):
+        m = float(rng.uniform(0.3, 4.0))
+        J = np.array(_inertia(rng, m))
+        c = rng.uniform(-0.1, 0.1, 3)
+        rpy = rng.uniform(-1, 1, 3)
+        links.append(f'''  <link name="l{i}">
+    <inertial>
+      <origin xyz="{c[0]} {c[1]} {c[2]}" rpy="{rpy[0]} {rpy[1]} {rpy[2]}"/>
+      <mass value="{m}"/>
+      <inertia ixx="{J[0, 0]}" ixy="{J[0, 1]}" ixz="{J[0, 2]}" iyy="{J[1, 1]}" iyz="{J[1, 2]}" izz="{J[2, 2]}"/>
+    </inertial>
+  </link>''')
+        if i == 0:
+            continue
+        kind = kinds[i % 4] if i < 5 else kinds[int(rng.integers(0, 4))]
+        parent = int(rng.integers(0, i))
+        xyz, orpy = rng.uniform(-0.3, 0.3, 3), rng.uniform(-np.pi, np.pi, 3)
+        ax = rng.normal(size=3)
+        ax /= np.linalg.norm(ax)
+        axis = f'\n    <axis xyz="{ax[0]} {ax[1]} {ax[2]}"/>' if kind != "fixed" else ""
+        limit = '\n    <limit lower="-3" upper="3" effort="10" velocity="5"/>' if kind in ("revolute", "prismatic") else ""
+        joints.append(f'''  <joint name="j{i}" type="{kind}">
+    <parent link="l{parent}"/>
+    <child link="l{i}"/>
+    <origin xyz="{xyz[0]} {xyz[1]} {xyz[2]}" rpy="{orpy[0]} {orpy[1]} {orpy[2]}"/>{axis}{limit}
+  </joint>''')
+    return f'<?xml version="1.0"?>\n<robot name="rand{seed}">\n' + "\n".join(links + joints) + "\n</robot>\n"
