@@ -174,9 +174,10 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None) -> Mode
     frame_names = {NEWTONIAN}
     for i, b in enumerate(raw):
         where = f"bodies[{i}]"
+        if isinstance(b, dict) and isinstance(b.get("name"), str) and b["name"].strip():
+            where = f"body '{b['name']}'"
         _keys(ctx, where, b, BODY_KEYS, required=("name", "parent", "mass", "inertia", "hinge"))
         bname = _name(ctx, where, b["name"])
-        where = f"body '{bname}'"
         if bname in seen:
             raise ctx.err(where, "duplicate name" + (" (reserved for the root frame)" if bname == NEWTONIAN else ""))
         seen.add(bname)
@@ -210,13 +211,16 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None) -> Mode
             raise ctx.err(f"body '{b.name}'", f"unknown parent '{b.parent}'")
     order = _topological(ctx, bodies)
     loops = []
-    for i, lc in enumerate(data.get("loops", []) or []):
+    raw_loops = data.get("loops", []) or []
+    if not isinstance(raw_loops, list):
+        raise ctx.err("model", "field 'loops' must be a list")
+    for i, lc in enumerate(raw_loops):
         where = f"loops[{i}]"
         _keys(ctx, where, lc, LOOP_KEYS, required=("name", "source", "target", "hinge"))
         for k in ("source", "target"):
-            if lc[k] not in frame_names:
-                raise ctx.err(where, f"field '{k}': unknown frame '{lc[k]}'")
-        htype = lc["hinge"]["type"] if isinstance(lc["hinge"], dict) else lc["hinge"]
+            if not isinstance(lc[k], str) or lc[k] not in frame_names:
+                raise ctx.err(where, f"field '{k}': unknown frame {lc[k]!r}")
+        htype = lc["hinge"].get("type") if isinstance(lc["hinge"], dict) else lc["hinge"]
         try:
             from ..hinges import hinge_type
 

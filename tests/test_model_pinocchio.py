@@ -1,0 +1,143 @@
+"""Layer 5: frame poses and Jacobians of URDF robots against Pinocchio (an oracle nobody here wrote).
+
+Pinocchio's spatial vectors are [linear; angular] (rows reordered here), a continuous joint's q is
+(cos, sin), and a free-flyer's v is [v; w] in the body frame while symgen's FULL6DOF U is
+[p_dot in the world; w in the body] — so J_pin = J_symgen T with T = diag(R, I, I, ...).
+Tolerance 1e-10 (both are exact up to rounding).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pin = pytest.importorskip("pinocchio")
+
+import symgen  # noqa: E402
+from helpers import assert_close  # noqa: E402
+from model_factory import random_urdf  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ROBOTS = ["arm7", "rand11", "rand12"]
+
+
+@pytest.fixture(scope="module")
+def urdf_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("urdf")
+    (d / "arm7.urdf").write_text((ROOT / "examples" / "models" / "arm7.urdf").read_text())
+    for seed in (11, 12):
+        (d / f"rand{seed}.urdf").write_text(random_urdf(seed, 10))
+    return d
+
+
+@pytest.fixture(scope="module", params=[(r, fb) for r in ROBOTS for fb in (False, True)],
+                ids=[f"{r}-{'floating' if fb else 'fixed'}" for r in ROBOTS for fb in (False, True)])
+def pair(request, urdf_dir):
+    robot, floating = request.param
+    path = str(urdf_dir / f"{robot}.urdf")
+    mb = symgen.build(path, floating_base=floating)
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
+    return mb, pm, floating
+
+
+def _to_pin(mb, pm, q):
+    """Our Q -> Pinocchio q (continuous joints as cos/sin; free-flyer layout is the same)."""
+    qp = np.zeros(pm.nq)
+    for j in range(1, pm.njoints):
+        jm, name = pm.joints[j], pm.names[j]
+        sl = mb.q_slice(name)
+        if jm.nq == 2 and jm.nv == 1:
+            qp[jm.idx_q:jm.idx_q + 2] = np.cos(q[sl][0]), np.sin(q[sl][0])
+        else:
+            qp[jm.idx_q:jm.idx_q + jm.nq] = q[sl]
+    return qp
+
+
+def _u_map(mb, pm, q, floating):
+    """T (nu x nv) with u_symgen = T v_pin, columns in Pinocchio's order."""
+    T = np.zeros((mb.nu, pm.nv))
+    for j in range(1, pm.njoints):
+        jm, name = pm.joints[j], pm.names[j]
+        su = mb.u_slice(name)
+        T[su, jm.idx_v:jm.idx_v + jm.nv] = np.eye(jm.nv)
+    if floating:
+        R = mb.frame_pose(q, mb.body_names[0])[:3, :3]
+        su = mb.u_slice("root_joint")
+        T[su.start:su.start + 3, 0:3] = R
+    return T
+
+
+def _random_q(mb, rng):
+    return mb.sanitize(rng.uniform(-2.5, 2.5, mb.nq))
+
+
+def test_hinges_are_the_urdf_joints(pair):
+    mb, pm, floating = pair
+    names = set(pm.names[1:])
+    assert names <= set(mb.hinge_names)
+    for f in pm.frames:
+        if f.type == pin.FrameType.BODY:
+            assert f.name in mb.frame_names
+
+
+def test_frame_poses_match_pinocchio(pair):
+    mb, pm, _ = pair
+    pd = pm.createData()
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        q = _random_q(mb, rng)
+        pin.framesForwardKinematics(pm, pd, _to_pin(mb, pm, q))
+        for f in pm.frames:
+            if f.type == pin.FrameType.BODY:
+                assert_close(mb.frame_pose(q, f.name), pd.oMf[pm.getFrameId(f.name)].homogeneous, 1e-10, f.name)
+
+
+def test_jacobians_match_pinocchio(pair):
+    """Jacobian of the last link (and of every link) in LOCAL frame, rows reordered to [angular; linear]."""
+    mb, pm, floating = pair
+    pd = pm.createData()
+    rng = np.random.default_rng(1)
+    last = [f.name for f in pm.frames if f.type == pin.FrameType.BODY][-1]
+    for _ in range(10):
+        q = _random_q(mb, rng)
+        qp = _to_pin(mb, pm, q)
+        pin.computeJointJacobians(pm, pd, qp)
+        pin.framesForwardKinematics(pm, pd, qp)
+        T = _u_map(mb, pm, q, floating)
+        for f in pm.frames:
+            if f.type != pin.FrameType.BODY:
+                continue
+            Jp = pin.getFrameJacobian(pm, pd, pm.getFrameId(f.name), pin.LOCAL)
+            assert_close(mb.jacobian(q, f.name) @ T, np.vstack([Jp[3:], Jp[:3]]), 1e-10, f"J {f.name}")
+        assert last in mb.frame_names
+
+
+def test_velocities_and_classical_accelerations_match_pinocchio(pair):
+    """frame_velocity and frame_acceleration (classical) against pin.getFrameVelocity /
+    getFrameClassicalAcceleration in the LOCAL frame."""
+    mb, pm, floating = pair
+    pd = pm.createData()
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        q = _random_q(mb, rng)
+        v, a = rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        T = _u_map(mb, pm, q, floating)
+        u = T @ v
+        # udot: d/dt (T v) = T a + T_dot v; T_dot only in the free-flyer block: R [w]x v_lin
+        ud = T @ a
+        if floating:
+            R = mb.frame_pose(q, mb.body_names[0])[:3, :3]
+            w = v[3:6]
+            ud[mb.u_slice("root_joint").start:mb.u_slice("root_joint").start + 3] += R @ np.cross(w, v[:3])
+        qp = _to_pin(mb, pm, q)
+        pin.forwardKinematics(pm, pd, qp, v, a)
+        pin.updateFramePlacements(pm, pd)
+        for f in pm.frames:
+            if f.type != pin.FrameType.BODY:
+                continue
+            fid = pm.getFrameId(f.name)
+            V = pin.getFrameVelocity(pm, pd, fid, pin.LOCAL).vector
+            A = pin.getFrameClassicalAcceleration(pm, pd, fid, pin.LOCAL).vector
+            assert_close(mb.frame_velocity(q, u, f.name), np.r_[V[3:], V[:3]], 1e-10, f"V {f.name}")
+            assert_close(mb.frame_acceleration(q, u, ud, f.name), np.r_[A[3:], A[:3]], 1e-10, f"A {f.name}")
