@@ -61,7 +61,7 @@ def test_cli_hinges_and_show():
     (("show", "PIN", "--axis", "1", "1", "0"), ["PIN", "axis", "not unit"]),
     (("show", "WOBBLE"), ["unknown hinge type", "WOBBLE"]),
     (("show", "PIN", "--kernel", "teleport"), ["unknown kernel"]),
-    (("build", "no/such/model.urdf"), ["no/such/model.urdf", "does not exist"]),
+    (("build", "no/such/model.urdf"), ["no/such/model.urdf", "no such file"]),
     (("build", "whatever"), ["don't know how to build"]),
 ])
 def test_cli_errors_are_one_line(args, words):
