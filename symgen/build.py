@@ -21,11 +21,11 @@ import sys
 import sysconfig
 import tempfile
 import time
-
-import numpy as np
 from pathlib import Path
 
-from .derive import cache_dir
+import numpy as np
+
+from .paths import cache_dir
 
 STRICT_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
 OPT_FLAGS = ("-O2",)
@@ -153,12 +153,14 @@ def _clean_stale_tmp(tmp_root: Path, older_than_s: float = 3600.0) -> None:
             pass
 
 
-def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeout: float = 600.0):
+def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeout: float = 600.0,
+                 compile_only=None):
     """Compile ``files`` ({name: text}; ``.c`` sources and ``.h`` headers) into a cffi module named by
-    content hash and import it.  Returns ``(module, name, path)``."""
+    content hash and import it.  ``compile_only`` names the ``.c`` files that are translation units (the
+    others are included by them); default: every ``.c``.  Returns ``(module, name, path)``."""
     from filelock import FileLock, Timeout
 
-    name = module_name(base, files, flags)
+    name = module_name(base, files, tuple(flags) + tuple(sorted(compile_only or ())))
     target = modules_dir() / (name + ext_suffix())
     if target.exists():
         stats["hits"] += 1
@@ -174,7 +176,7 @@ def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeo
             _clean_stale_tmp(root / "tmp")
             work = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=root / "tmp"))
             try:
-                _compile_into(work, name, files, label, flags, target)
+                _compile_into(work, name, files, label, flags, target, compile_only)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     except Timeout:
@@ -182,7 +184,7 @@ def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeo
     return _import(name, target), name, target
 
 
-def _compile_into(work: Path, name: str, files: dict, label: str, flags, target: Path) -> None:
+def _compile_into(work: Path, name: str, files: dict, label: str, flags, target: Path, compile_only=None) -> None:
     import cffi
 
     src = work / "src"
@@ -190,7 +192,7 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
     for fname, text in files.items():
         (src / fname).write_text(text)
     cc = compiler()
-    c_files = sorted(f for f in files if f.endswith(".c"))
+    c_files = sorted(compile_only or (f for f in files if f.endswith(".c")))
     headers = sorted(f for f in files if f.endswith(".h"))
     for f in c_files:
         strict_check(src / f, label, cc)
@@ -224,7 +226,7 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
 
 def _render_fingerprint(template_path=None) -> str:
     """Hash of what turns equations into C: emit.py, render.py and the templates."""
-    from .render import templates_dir
+    from .paths import templates_dir
 
     here = Path(__file__).parent
     tdir = Path(template_path) if template_path else templates_dir()
@@ -396,6 +398,45 @@ def _neutral(h) -> list:
     return out
 
 
+def _package_fingerprint() -> str:
+    """Hash of every symgen source and template plus the sympy version (read without importing sympy)."""
+    from importlib import metadata
+
+    from .paths import templates_dir
+
+    here = Path(__file__).parent
+    h = hashlib.sha256(metadata.version("sympy").encode())
+    for f in sorted(here.rglob("*.py")) + sorted(templates_dir().rglob("*.jinja")):
+        h.update(str(f.relative_to(f.parents[1])).encode() + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cached_model_sources(model):
+    """:func:`model_sources` through a disk cache keyed by the model's content and the package sources,
+    so a warm build of an unchanged model does no sympy or jinja2 work."""
+    import dataclasses
+
+    text = json.dumps(dataclasses.asdict(model), sort_keys=True, default=str)
+    key = hashlib.sha256((text + _package_fingerprint()).encode()).hexdigest()[:24]
+    path = cache_dir() / "model-sources" / f"{key}.json"
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+            return data["files"], data["manifest"]
+        except (OSError, ValueError, KeyError):
+            pass
+    files, manifest = model_sources(model)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"files": files, "manifest": manifest}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return files, manifest
+
+
 def build_model(model, out=None, progress=None):
     """Generate, compile (through the cache) and load a model.  With ``out``, also write
     ``out/<name>/`` as an importable package (sources, module, manifest.json, __init__.py)."""
@@ -403,12 +444,13 @@ def build_model(model, out=None, progress=None):
 
     say = progress or (lambda s: None)
     t = time.perf_counter()
-    files, manifest = model_sources(model)
+    files, manifest = cached_model_sources(model)
     say(f"generate  {len(files)} files, {sum(len(v) for v in files.values()) / 1024:.1f} kB of C "
         f"in {time.perf_counter() - t:.2f} s")
     t = time.perf_counter()
     compiles = stats["compiles"]
-    mod, name, so = build_module(manifest["name"], files, f"model {model.name} ({model.source})")
+    mod, name, so = build_module(manifest["name"], files, f"model {model.name} ({model.source})",
+                                 compile_only=[f"{manifest['name']}.c"])
     say(f"compile   {name} in {time.perf_counter() - t:.2f} s" + (" (cache hit)" if stats["compiles"] == compiles else ""))
     manifest["module"], manifest["so"] = name, so.name
     path = so

@@ -254,14 +254,7 @@ def _sanitize(spec, kins, q):
 # disk cache
 # --------------------------------------------------------------------------------------------------
 
-def cache_dir() -> Path:
-    """Where derivations (and later builds) are cached: ``$SYMGEN_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/symgen``, else ``~/.cache/symgen``."""
-    env = os.environ.get("SYMGEN_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "symgen"
+from .paths import cache_dir  # noqa: E402  (re-exported: derivations live in cache_dir() / "derive")
 
 
 def _source_fingerprint() -> str:

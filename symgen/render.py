@@ -5,7 +5,6 @@ Templates are thin: they loop over a spec object built here and print what :mod:
 from __future__ import annotations
 
 import math
-from importlib import resources
 from pathlib import Path
 
 import jinja2
@@ -16,9 +15,7 @@ from .spatial import _SERIES_LIMIT, _SERIES_TERMS
 MAX_STUMPFF_ORDER = 20
 
 
-def templates_dir() -> Path:
-    """``templates/`` of the source tree (installed as the ``symgen.templates`` package)."""
-    return Path(str(resources.files("symgen.templates")))
+from .paths import templates_dir  # noqa: E402,F401  (re-exported)
 
 
 def environment(path: Path | None = None) -> jinja2.Environment:
@@ -86,6 +83,6 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
              for k, b in enumerate(model.bodies)]
     spec = {"name": name, "guard": f"SG_MODEL_{name.upper()}_H", "symgen_version": __version__,
             "sympy_version": sympy.__version__, "source": Path(model.source).name if model.source else "<memory>",
-            "headers": [f"{name}.h"] + sorted({f"{s}.h" for s in slugs.values()}), "body_table": table, **pieces}
+            "hinge_sources": sorted({f"{s}.c" for s in slugs.values()}), "body_table": table, **pieces}
     env = environment(template_path)
     return env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec)

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-import sympy as sp
-
-from .. import spatial as S
+# sympy is imported inside the kinematics functions: binding parameters (and so validating a model file)
+# does not need it.
 
 
 @dataclass(frozen=True)
@@ -49,17 +48,28 @@ def _register(name, nq, nu, has_axis, has_pitch, q_meaning):
     return deco
 
 
-def _axis_col(axis) -> sp.Matrix:
+def _sym():
+    import sympy as sp
+
+    from .. import spatial as S
+
+    return sp, S
+
+
+def _axis_col(axis):
+    sp, _ = _sym()
     return sp.Matrix(axis)
 
 
 @_register("LOCKED", 0, 0, False, False, "-")
 def _locked(q, axis=None, pitch=None):
+    sp, S = _sym()
     return SubhingeKinematics(sp.eye(3), sp.zeros(3, 1), sp.zeros(6, 0), sp.zeros(0, 0))
 
 
 @_register("PIN", 1, 1, True, False, "angle")
 def _pin(q, axis, pitch=None):
+    sp, S = _sym()
     a = _axis_col(axis)
     return SubhingeKinematics(S.rot_axis(a, q[0]), sp.zeros(3, 1), a.col_join(sp.zeros(3, 1)), sp.eye(1),
                               rotational=1)
@@ -67,24 +77,28 @@ def _pin(q, axis, pitch=None):
 
 @_register("LINEAR", 1, 1, True, False, "distance")
 def _linear(q, axis, pitch=None):
+    sp, S = _sym()
     a = _axis_col(axis)
     return SubhingeKinematics(sp.eye(3), a * q[0], sp.zeros(3, 1).col_join(a), sp.eye(1), translational=1)
 
 
 @_register("SCREW", 1, 1, True, True, "angle (translation = pitch * angle)")
 def _screw(q, axis, pitch):
+    sp, S = _sym()
     a = _axis_col(axis)
     return SubhingeKinematics(S.rot_axis(a, q[0]), a * (pitch * q[0]), a.col_join(pitch * a), sp.eye(1))
 
 
 @_register("LINEAR3", 3, 3, False, False, "position x, y, z")
 def _linear3(q, axis=None, pitch=None):
+    sp, S = _sym()
     return SubhingeKinematics(sp.eye(3), sp.Matrix(q), sp.zeros(3).col_join(sp.eye(3)), sp.eye(3),
                               translational=3)
 
 
 @_register("SPHERICAL", 3, 3, False, False, "rotation vector r (U = w in pframe)")
 def _spherical(q, axis=None, pitch=None):
+    sp, S = _sym()
     r = sp.Matrix(q)
     theta = sp.sqrt((r.T * r)[0])
     # |r| > pi: r -> r (1 - 2 pi k / |r|), k = round(|r| / 2 pi): same rotation, |r| <= pi.
@@ -96,6 +110,7 @@ def _spherical(q, axis=None, pitch=None):
 
 @_register("SPHERICAL_QUAT", 4, 3, False, False, "unit quaternion (x, y, z, w) (U = w in pframe)")
 def _spherical_quat(q, axis=None, pitch=None):
+    sp, S = _sym()
     qq = sp.Matrix(q)
     norm = sp.sqrt((qq.T * qq)[0])
     return SubhingeKinematics(S.quat_to_matrix(q), sp.zeros(3, 1), sp.eye(3).col_join(sp.zeros(3)),
