@@ -290,8 +290,69 @@ def emit_model(model, layout: dict, slugs: dict) -> dict:
             else:
                 sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
-    return {"nb": nb, "nq": nq, "nu": nu, "block": B, "onode": onode, "pnode_inv": pnode_inv,
+    dyn = _emit_model_dynamics(model, layout, slugs, index, nu)
+    return {"nb": nb, "nq": nq, "nu": nu, "block": B, "onode": onode, "pnode_inv": pnode_inv, **dyn,
             "kinematics_lines": [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin,
             "qdot_lines": ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)out; (void)sg_matvec;"],
             "sanitize_lines": (["int i;"] + sanitize) if sanitize else ["(void)out;"],
             "kinematics_size": nb * B}
+
+
+def _emit_model_dynamics(model, layout, slugs, index, nu) -> dict:
+    """Unrolled calls of the dynamics helpers: a forward kinematics pass shared by every algorithm, then
+    ATBI (tip-to-base, base-to-tip), Newton-Euler, and the composite-body mass matrix."""
+    import numpy as np
+
+    from .runtime.numeric import np_skew
+
+    nb = len(model.bodies)
+    max_nu = max([1] + [layout[b.name]["nu"] for b in model.bodies])
+    inertia, parent_of, uo, nuh = [], [], [], []
+    for b in model.bodies:
+        c, m, J = np.array(b.com), b.mass, np.array(b.inertia)
+        cx = np_skew(c)
+        M = np.block([[J - m * cx @ cx, m * cx], [-m * cx, m * np.eye(3)]])
+        inertia.append(_c_array(M.ravel()))
+        parent_of.append(-1 if b.parent == "newtonian" else index[b.parent])
+        uo.append(layout[b.name]["u"][0])
+        nuh.append(layout[b.name]["nu"])
+    fwd = [f"sg_body_t bd[{nb}];", f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];",
+           "static const double zero6[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};",
+           f"sg_bodies_clear(bd, {nb});"]
+    for k, b in enumerate(model.bodies):
+        L, s = layout[b.name], slugs[b.name]
+        q0, u0 = L["q"][0], L["u"][0]
+        vpar = "zero6" if parent_of[k] < 0 else f"bd[{parent_of[k]}].V"
+        fwd += [f"/* body {k} '{b.name}' <- '{b.parent}' ({b.hinge_type}) */",
+                f"sg_{s}_transform(q + {q0}, u + {u0}, 0, X);",
+                f"sg_{s}_coord_map(q + {q0}, u + {u0}, 0, H);",
+                f"sg_{s}_coord_map_dot(q + {q0}, u + {u0}, 0, Hd);",
+                f"sg_dyn_body({nuh[k]}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], inertia[{k}], 0, {vpar}, u, &bd[{k}]);"]
+    grav = ["const double alpha0[6] = {0.0, 0.0, 0.0, -p[0], -p[1], -p[2]};  /* gravity as a base acceleration */"]
+    fd = fwd + grav + ["/* ATBI tip-to-base: P, D, G, z, eps, nu */"]
+    for k in reversed(range(nb)):
+        par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
+        fd.append(f"if (sg_atbi_body({nuh[k]}, inertia[{k}], p + 3 + {uo[k]}, p + {3 + nu + 6 * k}, &bd[{k}], {par}, "
+                  f"mats ? mats + {216 * k} : 0) != 0) return {k + 1};")
+    fd.append("/* ATBI base-to-tip: alpha+, Udot, alpha */")
+    for k in range(nb):
+        apar = "alpha0" if parent_of[k] < 0 else f"bd[{parent_of[k]}].alpha"
+        fd.append(f"sg_atbi_accel({nuh[k]}, {apar}, &bd[{k}], out + {uo[k]});")
+    fd.append("return 0;")
+    idl = fwd + grav + ["/* Newton-Euler: accelerations and body forces base-to-tip, then T tip-to-base */"]
+    for k in range(nb):
+        apar = "alpha0" if parent_of[k] < 0 else f"bd[{parent_of[k]}].alpha"
+        idl.append(f"sg_rnea_forward({nuh[k]}, inertia[{k}], {apar}, p + 3 + {uo[k]}, p + {3 + nu + 6 * k}, &bd[{k}]);")
+    for k in reversed(range(nb)):
+        par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
+        idl.append(f"sg_rnea_backward({nuh[k]}, &bd[{k}], {par}, out + {uo[k]});")
+    mm = fwd + [f"for (i = 0; i < {nu * nu}; ++i) out[i] = 0.0;", "/* composite inertias tip-to-base */"]
+    for k in reversed(range(nb)):
+        par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
+        mm.append(f"sg_crba_body(inertia[{k}], &bd[{k}], {par});")
+    for k in range(nb):
+        if nuh[k]:
+            mm.append(f"sg_crba_columns({nu}, {k}, parent_of, uo, nuh, bd, out);")
+    return {"inertia": inertia, "parent_of": ", ".join(map(str, parent_of)), "uo": ", ".join(map(str, uo)),
+            "nuh": ", ".join(map(str, nuh)), "fd_lines": fd, "id_lines": idl, "mm_lines": ["int i;"] + mm,
+            "p_size": 3 + nu + 6 * nb, "mats_size": 216 * nb}

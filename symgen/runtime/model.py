@@ -194,6 +194,128 @@ class MultibodyModel:
         self._frame(oframe), self._frame(pframe)
         return FrameToFrame(self, oframe, pframe)
 
+    # ---- dynamics
+    def _p(self, n, middle, f_ext, gravity):
+        """p = [g (3), middle (nU), f_ext in body frames (6 per body)] for n states."""
+        g = self.gravity if gravity is None else np.asarray(gravity, dtype=float)
+        if g.shape != (3,):
+            raise ValueError(f"{self.name}: gravity must be 3 numbers, got {g.shape}")
+        P = np.zeros((n, 3 + self.nu + 6 * self.nb))
+        P[:, :3] = g
+        P[:, 3:3 + self.nu] = middle
+        P[:, 3 + self.nu:] = self._fext(n, f_ext).reshape(n, -1)
+        return P
+
+    def _fext(self, n, f_ext):
+        """External forces as body-frame wrenches at the body origins, shape (n, nb, 6)."""
+        F = np.zeros((n, self.nb, 6))
+        if f_ext is None:
+            return F
+        if not isinstance(f_ext, dict):
+            a = np.asarray(f_ext, dtype=float)
+            if a.shape not in ((self.nb, 6), (n, self.nb, 6)):
+                raise ValueError(f"{self.name}: f_ext array must have shape ({self.nb}, 6) or (N, {self.nb}, 6) "
+                                 f"(one [N; F] per body, body frame, bodies in order {list(self.body_names)})")
+            return F + a
+        for name, f in f_ext.items():
+            b, R, l = self._frame(name)
+            if b < 0:
+                raise ValueError(f"{self.name}: f_ext on 'newtonian' acts on nothing")
+            f = np.broadcast_to(np.asarray(f, dtype=float), (n, 6))
+            RN, RF = f[:, :3] @ R.T, f[:, 3:] @ R.T   # phi(b, f) f: [R N + l x R F; R F]
+            F[:, b, :3] += RN + np.cross(l, RF)
+            F[:, b, 3:] += RF
+        return F
+
+    def _check_status(self, status, what):
+        if status:
+            i, k = divmod(int(status), self.nb + 1)
+            body = self.body_names[k - 1]
+            raise np.linalg.LinAlgError(f"{self.name}: {what}: D = H P H* of body '{body}' (hinge "
+                                        f"'{self.manifest['bodies'][k - 1]['hinge']}') is not positive definite "
+                                        f"(state {i}); a massless tip or degenerate inertia?")
+
+    def _call(self, kernel, Q, U, P, size):
+        out = np.empty((Q.shape[0], size))
+        fn = getattr(self._lib, f"sg_{self.name}_{kernel}_batch")
+        status = fn(Q.shape[0], self._buf(Q), self._buf(U), self._buf(np.ascontiguousarray(P)),
+                    self._ffi.from_buffer("double[]", out, require_writable=True) if out.size else self._ffi.NULL)
+        return out, status
+
+    def forward_dynamics(self, q, u, T, f_ext=None, gravity=None) -> np.ndarray:
+        """Udot by the ATBI recursion.  ``T``: generalized forces (nU); ``f_ext``: ``{frame: [N; F] in that
+        frame}`` or an array of body-frame wrenches ``(nb, 6)``; ``gravity`` overrides the model's."""
+        single, Q, U = self._states(q, u)
+        _, _, Tm = self._states(q, T)
+        out, status = self._call("forward_dynamics", Q, U, self._p(Q.shape[0], Tm, f_ext, gravity), self.nu)
+        self._check_status(status, "forward_dynamics")
+        return self._out(single, out)
+
+    def inverse_dynamics(self, q, u, udot, f_ext=None, gravity=None) -> np.ndarray:
+        """T by Newton-Euler (gravity included)."""
+        single, Q, U = self._states(q, u)
+        _, _, Ud = self._states(q, udot)
+        out, _ = self._call("inverse_dynamics", Q, U, self._p(Q.shape[0], Ud, f_ext, gravity), self.nu)
+        return self._out(single, out)
+
+    def mass_matrix(self, q) -> np.ndarray:
+        """Composite-body mass matrix (nU x nU, symmetric)."""
+        single, Q, U = self._states(q)
+        out, _ = self._call("mass_matrix", Q, U, np.zeros((Q.shape[0], 1)), self.nu * self.nu)
+        return self._out(single, out.reshape(-1, self.nu, self.nu))
+
+    def minv_times(self, q, v) -> np.ndarray:
+        """M(Q)^-1 v by the ATBI factorization (forward dynamics with U = 0, no gravity, T = v)."""
+        single, Q, _ = self._states(q)
+        _, _, V = self._states(q, v)
+        out, status = self._call("forward_dynamics", Q, np.zeros_like(V), self._p(Q.shape[0], V, None, np.zeros(3)),
+                                 self.nu)
+        self._check_status(status, "minv_times")
+        return self._out(single, out)
+
+    def atbi_matrices(self, q, body: str) -> dict:
+        """P, D, Dinv, G, tauper (= I - G H), psi (= phi(parent, body) tauper) at a body's hinge; H is the
+        hinge map in the body frame.  D, Dinv are nU_h x nU_h, G is 6 x nU_h."""
+        if body not in self.body_names:
+            raise KeyError(f"{self.name}: no body named {body!r} (bodies: {', '.join(self.body_names)})")
+        k = self.body_names.index(body)
+        single, Q, U = self._states(q)
+        out, status = self._call("atbi_matrices", Q, U, self._p(Q.shape[0], np.zeros((Q.shape[0], self.nu)), None, None),
+                                 216 * self.nb)
+        self._check_status(status, "atbi_matrices")
+        blk = out.reshape(-1, self.nb, 6, 36)[:, k]
+        n = self.manifest["hinges"][self.manifest["bodies"][k]["hinge"]]
+        nh = n["u"][1] - n["u"][0]
+        res = {"P": blk[:, 0].reshape(-1, 6, 6), "D": blk[:, 1, :nh * nh].reshape(-1, nh, nh),
+               "Dinv": blk[:, 2, :nh * nh].reshape(-1, nh, nh), "G": blk[:, 3, :6 * nh].reshape(-1, 6, nh),
+               "tauper": blk[:, 4].reshape(-1, 6, 6), "psi": blk[:, 5].reshape(-1, 6, 6)}
+        return {k2: self._out(single, v) for k2, v in res.items()}
+
+    def simulate(self, q0, u0, t_span, dt: float, T=None, f_ext=None, gravity=None):
+        """Fixed-step RK4 from ``t_span[0]`` to ``t_span[1]``.  ``T``: None, an array (nU), or a callable
+        ``T(t, q, u)``.  After every step quaternions are renormalized and SPHERICAL rotation vectors
+        sanitized.  Returns ``(t, Q, U)`` with one row per step (the initial state included)."""
+        t0, t1 = float(t_span[0]), float(t_span[1])
+        n = int(round((t1 - t0) / dt))
+        q, u = np.array(q0, dtype=float), np.array(u0, dtype=float)
+        Tf = (lambda t, q, u: np.zeros(self.nu)) if T is None else (T if callable(T) else (lambda t, q, u: T))
+
+        def f(t, q, u):
+            return self.qdot(q, u), self.forward_dynamics(q, u, Tf(t, q, u), f_ext=f_ext, gravity=gravity)
+
+        ts, Qs, Us = np.empty(n + 1), np.empty((n + 1, self.nq)), np.empty((n + 1, self.nu))
+        ts[0], Qs[0], Us[0] = t0, q, u
+        for i in range(n):
+            t = t0 + i * dt
+            k1q, k1u = f(t, q, u)
+            k2q, k2u = f(t + dt / 2, q + dt / 2 * k1q, u + dt / 2 * k1u)
+            k3q, k3u = f(t + dt / 2, q + dt / 2 * k2q, u + dt / 2 * k2u)
+            k4q, k4u = f(t + dt, q + dt * k3q, u + dt * k3u)
+            q = self.sanitize(q + dt / 6 * (k1q + 2 * k2q + 2 * k3q + k4q))
+            u = u + dt / 6 * (k1u + 2 * k2u + 2 * k3u + k4u)
+            ts[i + 1], Qs[i + 1], Us[i + 1] = t0 + (i + 1) * dt, q, u
+        return ts, Qs, Us
+
     # ---- fitting
     def fit_q(self, hinge: str, transform, q0=None, tol: float = 1e-12, max_iter: int = 50) -> np.ndarray:
         """Hinge coordinates whose X_op equals ``transform`` (4x4, pnode pose in the onode).
