@@ -286,9 +286,10 @@ class MultibodyModel:
         blk = out.reshape(-1, self.nb, 6, 36)[:, k]
         n = self.manifest["hinges"][self.manifest["bodies"][k]["hinge"]]
         nh = n["u"][1] - n["u"][0]
-        res = {"P": blk[:, 0].reshape(-1, 6, 6), "D": blk[:, 1, :nh * nh].reshape(-1, nh, nh),
-               "Dinv": blk[:, 2, :nh * nh].reshape(-1, nh, nh), "G": blk[:, 3, :6 * nh].reshape(-1, 6, nh),
-               "tauper": blk[:, 4].reshape(-1, 6, 6), "psi": blk[:, 5].reshape(-1, 6, 6)}
+        m = blk.shape[0]
+        res = {"P": blk[:, 0].reshape(m, 6, 6), "D": blk[:, 1, :nh * nh].reshape(m, nh, nh),
+               "Dinv": blk[:, 2, :nh * nh].reshape(m, nh, nh), "G": blk[:, 3, :6 * nh].reshape(m, 6, nh),
+               "tauper": blk[:, 4].reshape(m, 6, 6), "psi": blk[:, 5].reshape(m, 6, 6)}
         return {k2: self._out(single, v) for k2, v in res.items()}
 
     def simulate(self, q0, u0, t_span, dt: float, T=None, f_ext=None, gravity=None):
