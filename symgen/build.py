@@ -101,9 +101,10 @@ def _first_error_lines(text: str, n: int = 8) -> str:
 
 
 def strict_check(path: Path, label: str, cc=None) -> None:
-    """Compile one C file with the strict flags (syntax and warnings only); BuildError on failure."""
+    """Compile one C file with the strict flags (a full compile without optimization: -fsyntax-only would
+    miss warnings such as unused functions); BuildError on failure."""
     cc = cc or compiler()
-    cmd = [*cc, *STRICT_FLAGS, "-fsyntax-only", str(path)]
+    cmd = [*cc, *STRICT_FLAGS, "-c", str(path), "-o", os.devnull]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent)
     if out.returncode != 0:
         raise BuildError(f"{label}: {path.name} does not compile with {' '.join(STRICT_FLAGS)}:\n"

@@ -327,13 +327,21 @@ def _emit_model_dynamics(model, layout, slugs, index, nu) -> dict:
                 f"sg_{s}_transform(q + {q0}, u + {u0}, 0, X);",
                 f"sg_{s}_coord_map(q + {q0}, u + {u0}, 0, H);",
                 f"sg_{s}_coord_map_dot(q + {q0}, u + {u0}, 0, Hd);",
-                f"sg_dyn_body({nuh[k]}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], inertia[{k}], 0, {vpar}, u, &bd[{k}]);"]
+                f"sg_dyn_body({nuh[k]}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], inertia[{k}], {vpar}, u, &bd[{k}]);"]
     grav = ["const double alpha0[6] = {0.0, 0.0, 0.0, -p[0], -p[1], -p[2]};  /* gravity as a base acceleration */"]
-    fd = fwd + grav + ["/* ATBI tip-to-base: P, D, G, z, eps, nu */"]
-    for k in reversed(range(nb)):
+    fd = fwd + grav + [f"double step[{2 * 36 + 36 + 36}];",
+                        "(void)sg_atbi_generic;  /* used only by bodies whose pnode is not the body frame */",
+                        "/* ATBI tip-to-base: P, D, G, z, eps, nu (hinge step specialized where pnode = body frame) */"]
+    for k, b in reversed(list(enumerate(model.bodies))):
         par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
-        fd.append(f"if (sg_atbi_body({nuh[k]}, inertia[{k}], p + 3 + {uo[k]}, p + {3 + nu + 6 * k}, &bd[{k}], {par}, "
-                  f"mats ? mats + {216 * k} : 0) != 0) return {k + 1};")
+        L = layout[b.name]
+        fd.append(f"sg_atbi_pre(inertia[{k}], p + {3 + nu + 6 * k}, &bd[{k}]);")
+        if b.pnode.is_identity():
+            call = f"sg_{slugs[b.name]}_atbi(q + {L['q'][0]}, u, bd[{k}].P, step)"
+        else:
+            call = f"sg_atbi_generic({nuh[k]}, &bd[{k}], step)"
+        fd.append(f"if ({call} != 0) return {k + 1};  /* '{b.name}' */")
+        fd.append(f"sg_atbi_post({nuh[k]}, p + 3 + {uo[k]}, step, &bd[{k}], {par}, mats ? mats + {216 * k} : 0);")
     fd.append("/* ATBI base-to-tip: alpha+, Udot, alpha */")
     for k in range(nb):
         apar = "alpha0" if parent_of[k] < 0 else f"bd[{parent_of[k]}].alpha"
