@@ -245,21 +245,28 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
     from .derive import derivation_key
 
     key = hashlib.sha256(f"{derivation_key(h.spec)}|{slug}|{_render_fingerprint(template_path)}".encode()).hexdigest()[:24]
-    path = cache_dir() / "emit" / f"{key}.json"
+    def make():
+        from . import emit, render
+
+        s = slug or emit.spec_slug(h)
+        header, source, kernels = render.render_hinge(h, s, template_path=template_path)
+        manifest = {"slug": s, "label": h.spec.label(), "nq": h.nq, "nu": h.nu,
+                    "kernels": {k.name: {"c_name": k.c_name, "inputs": list(k.inputs), "out_shape": list(k.out_shape),
+                                         "flops": k.flops, "status": k.returns_status} for k in kernels}}
+        return {f"{s}.c": source, f"{s}.h": header}, manifest
+
+    return _json_cached(cache_dir() / "emit" / f"{key}.json", make)
+
+
+def _json_cached(path: Path, make):
+    """``(files, manifest)`` from a JSON cache file, or ``make()`` written there atomically."""
     if path.exists():
         try:
             data = json.loads(path.read_text())
             return data["files"], data["manifest"]
         except (OSError, ValueError, KeyError):
             pass
-    from . import emit, render
-
-    slug = slug or emit.spec_slug(h)
-    header, source, kernels = render.render_hinge(h, slug, template_path=template_path)
-    manifest = {"slug": slug, "label": h.spec.label(), "nq": h.nq, "nu": h.nu,
-                "kernels": {k.name: {"c_name": k.c_name, "inputs": list(k.inputs), "out_shape": list(k.out_shape),
-                                     "flops": k.flops, "status": k.returns_status} for k in kernels}}
-    files = {f"{slug}.c": source, f"{slug}.h": header}
+    files, manifest = make()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -267,7 +274,7 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
             json.dump({"files": files, "manifest": manifest}, fh)
         os.replace(tmp, path)
     except OSError:
-        pass
+        pass  # a read-only cache is not an error
     return files, manifest
 
 
@@ -419,23 +426,7 @@ def cached_model_sources(model):
 
     text = json.dumps(dataclasses.asdict(model), sort_keys=True, default=str)
     key = hashlib.sha256((text + _package_fingerprint()).encode()).hexdigest()[:24]
-    path = cache_dir() / "model-sources" / f"{key}.json"
-    if path.exists():
-        try:
-            data = json.loads(path.read_text())
-            return data["files"], data["manifest"]
-        except (OSError, ValueError, KeyError):
-            pass
-    files, manifest = model_sources(model)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"files": files, "manifest": manifest}, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass
-    return files, manifest
+    return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model))
 
 
 def build_model(model, out=None, progress=None):

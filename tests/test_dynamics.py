@@ -15,6 +15,7 @@ import pytest
 import symgen
 from helpers import assert_close
 from model_factory import random_tree_dict, random_urdf
+from pin_maps import to_pin_q, u_map
 from symgen.build import build_model
 from symgen.model import model_from_dict
 
@@ -44,29 +45,6 @@ def robot(request, urdfs):
     return mb, pm, floating
 
 
-def _pin_q(mb, pm, q):
-    qp = np.zeros(pm.nq)
-    for j in range(1, pm.njoints):
-        jm, sl = pm.joints[j], mb.q_slice(pm.names[j])
-        if jm.nq == 2 and jm.nv == 1:
-            qp[jm.idx_q:jm.idx_q + 2] = np.cos(q[sl][0]), np.sin(q[sl][0])
-        else:
-            qp[jm.idx_q:jm.idx_q + jm.nq] = q[sl]
-    return qp
-
-
-def _T(mb, pm, q, floating):
-    """u_symgen = T v_pin; for the free-flyer the linear velocity goes from body to world axes."""
-    T = np.zeros((mb.nu, pm.nv))
-    for j in range(1, pm.njoints):
-        jm, su = pm.joints[j], mb.u_slice(pm.names[j])
-        T[su, jm.idx_v:jm.idx_v + jm.nv] = np.eye(jm.nv)
-    if floating:
-        s = mb.u_slice("root_joint").start
-        T[s:s + 3, 0:3] = mb.frame_pose(q, mb.body_names[0])[:3, :3]
-    return T
-
-
 @pytest.mark.parametrize("gravity", [True, False], ids=["gravity", "no-gravity"])
 def test_dynamics_match_pinocchio(robot, gravity):
     mb, pm, floating = robot
@@ -76,9 +54,9 @@ def test_dynamics_match_pinocchio(robot, gravity):
     rng = np.random.default_rng(7)
     for _ in range(20):
         q = mb.sanitize(rng.uniform(-2.5, 2.5, mb.nq))
-        qp = _pin_q(mb, pm, q)
+        qp = to_pin_q(mb, pm, q)
         v, a, tau = rng.normal(size=pm.nv), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
-        T = _T(mb, pm, q, floating)
+        T = u_map(mb, pm, q, floating)
         u = T @ v
         # d/dt (T v) = T a + T_dot v, T_dot only in the free-flyer block: R [w]x v_lin
         udot = T @ a

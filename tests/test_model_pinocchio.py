@@ -17,6 +17,7 @@ pin = pytest.importorskip("pinocchio")
 import symgen  # noqa: E402
 from helpers import assert_close  # noqa: E402
 from model_factory import random_urdf  # noqa: E402
+from pin_maps import to_pin_q, u_map  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ROBOTS = ["arm7", "rand11", "rand12"]
@@ -41,33 +42,6 @@ def pair(request, urdf_dir):
     return mb, pm, floating
 
 
-def _to_pin(mb, pm, q):
-    """Our Q -> Pinocchio q (continuous joints as cos/sin; free-flyer layout is the same)."""
-    qp = np.zeros(pm.nq)
-    for j in range(1, pm.njoints):
-        jm, name = pm.joints[j], pm.names[j]
-        sl = mb.q_slice(name)
-        if jm.nq == 2 and jm.nv == 1:
-            qp[jm.idx_q:jm.idx_q + 2] = np.cos(q[sl][0]), np.sin(q[sl][0])
-        else:
-            qp[jm.idx_q:jm.idx_q + jm.nq] = q[sl]
-    return qp
-
-
-def _u_map(mb, pm, q, floating):
-    """T (nu x nv) with u_symgen = T v_pin, columns in Pinocchio's order."""
-    T = np.zeros((mb.nu, pm.nv))
-    for j in range(1, pm.njoints):
-        jm, name = pm.joints[j], pm.names[j]
-        su = mb.u_slice(name)
-        T[su, jm.idx_v:jm.idx_v + jm.nv] = np.eye(jm.nv)
-    if floating:
-        R = mb.frame_pose(q, mb.body_names[0])[:3, :3]
-        su = mb.u_slice("root_joint")
-        T[su.start:su.start + 3, 0:3] = R
-    return T
-
-
 def _random_q(mb, rng):
     return mb.sanitize(rng.uniform(-2.5, 2.5, mb.nq))
 
@@ -87,7 +61,7 @@ def test_frame_poses_match_pinocchio(pair):
     rng = np.random.default_rng(0)
     for _ in range(10):
         q = _random_q(mb, rng)
-        pin.framesForwardKinematics(pm, pd, _to_pin(mb, pm, q))
+        pin.framesForwardKinematics(pm, pd, to_pin_q(mb, pm, q))
         for f in pm.frames:
             if f.type == pin.FrameType.BODY:
                 assert_close(mb.frame_pose(q, f.name), pd.oMf[pm.getFrameId(f.name)].homogeneous, 1e-10, f.name)
@@ -101,10 +75,10 @@ def test_jacobians_match_pinocchio(pair):
     last = [f.name for f in pm.frames if f.type == pin.FrameType.BODY][-1]
     for _ in range(10):
         q = _random_q(mb, rng)
-        qp = _to_pin(mb, pm, q)
+        qp = to_pin_q(mb, pm, q)
         pin.computeJointJacobians(pm, pd, qp)
         pin.framesForwardKinematics(pm, pd, qp)
-        T = _u_map(mb, pm, q, floating)
+        T = u_map(mb, pm, q, floating)
         for f in pm.frames:
             if f.type != pin.FrameType.BODY:
                 continue
@@ -122,7 +96,7 @@ def test_velocities_and_classical_accelerations_match_pinocchio(pair):
     for _ in range(5):
         q = _random_q(mb, rng)
         v, a = rng.normal(size=pm.nv), rng.normal(size=pm.nv)
-        T = _u_map(mb, pm, q, floating)
+        T = u_map(mb, pm, q, floating)
         u = T @ v
         # udot: d/dt (T v) = T a + T_dot v; T_dot only in the free-flyer block: R [w]x v_lin
         ud = T @ a
@@ -130,7 +104,7 @@ def test_velocities_and_classical_accelerations_match_pinocchio(pair):
             R = mb.frame_pose(q, mb.body_names[0])[:3, :3]
             w = v[3:6]
             ud[mb.u_slice("root_joint").start:mb.u_slice("root_joint").start + 3] += R @ np.cross(w, v[:3])
-        qp = _to_pin(mb, pm, q)
+        qp = to_pin_q(mb, pm, q)
         pin.forwardKinematics(pm, pd, qp, v, a)
         pin.updateFramePlacements(pm, pd)
         for f in pm.frames:

@@ -116,9 +116,8 @@ class HingeKernels:
                 "G": raw[..., b:c].reshape(*lead, 6, nu), "Pplus": raw[..., c:].reshape(*lead, 6, 6)}
 
 
-def load_hinge_library(path) -> dict:
-    """Load ``generated/hinges/`` (written by ``python -m symgen build hinges``) without sympy or jinja2:
-    ``{hinge type: HingeKernels}`` for the default-parameter spec of every hinge type."""
+def load_generated(path):
+    """(module, manifest) of a generated folder: its ``manifest.json`` and the compiled module it names."""
     import importlib.util
     import json
     import sys
@@ -127,11 +126,19 @@ def load_hinge_library(path) -> dict:
     path = Path(path)
     manifest = json.loads((path / "manifest.json").read_text())
     name = manifest["module"]
-    if name in sys.modules:
-        mod = sys.modules[name]
-    else:
+    if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, path / manifest["so"])
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         sys.modules[name] = mod
-    return {t: HingeKernels(mod, m, module_name=name, path=path / manifest["so"]) for t, m in manifest["hinges"].items()}
+    return sys.modules[name], manifest
+
+
+def load_hinge_library(path) -> dict:
+    """Load ``generated/hinges/`` (written by ``python -m symgen build hinges``) without sympy or jinja2:
+    ``{hinge type: HingeKernels}`` for the default-parameter spec of every hinge type."""
+    from pathlib import Path
+
+    mod, manifest = load_generated(path)
+    so = Path(path) / manifest["so"]
+    return {t: HingeKernels(mod, m, module_name=manifest["module"], path=so) for t, m in manifest["hinges"].items()}

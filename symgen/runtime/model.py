@@ -13,7 +13,6 @@ with batched numpy (no Python loop over states):
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -471,17 +470,7 @@ class FrameToFrame:
 
 def load_model(path) -> MultibodyModel:
     """Load ``generated/<model>/`` (manifest.json + compiled module) without sympy or jinja2."""
-    import importlib.util
-    import sys
+    from .hinge_kernels import load_generated
 
-    path = Path(path)
-    manifest = json.loads((path / "manifest.json").read_text())
-    name = manifest["module"]
-    if name in sys.modules:
-        mod = sys.modules[name]
-    else:
-        spec = importlib.util.spec_from_file_location(name, path / manifest["so"])
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        sys.modules[name] = mod
-    return MultibodyModel(mod, manifest, path=path)
+    mod, manifest = load_generated(path)
+    return MultibodyModel(mod, manifest, path=Path(path))
