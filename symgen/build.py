@@ -28,7 +28,9 @@ import numpy as np
 from .paths import cache_dir
 
 STRICT_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
-OPT_FLAGS = ("-O2",)
+#: optimization flags of every module; SYMGEN_MARCH_NATIVE=1 adds -march=native (then the module only runs
+#: on machines like the one that built it; the flag is part of the module's content hash)
+OPT_FLAGS = ("-O3",) + (("-march=native",) if os.environ.get("SYMGEN_MARCH_NATIVE") == "1" else ())
 CDEF_BEGIN, CDEF_END = "/* SG_CDEF_BEGIN */", "/* SG_CDEF_END */"
 
 stats = {"compiles": 0, "hits": 0}

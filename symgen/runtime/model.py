@@ -56,6 +56,8 @@ class MultibodyModel:
                         for k, v in manifest["frames"].items()}
         self._hk = {}
         self._block = 12 + 12 * self.nu
+        self._dummy = self._ffi.from_buffer("double[]", np.zeros(1))
+        self._dummy_out = self._ffi.from_buffer("double[]", np.zeros(1), require_writable=True)
 
     def __repr__(self):
         return f"<symgen.MultibodyModel {self.name}: nq={self.nq} nu={self.nu} bodies={self.nb}>"
@@ -202,7 +204,8 @@ class MultibodyModel:
         P = np.zeros((n, 3 + self.nu + 6 * self.nb))
         P[:, :3] = g
         P[:, 3:3 + self.nu] = middle
-        P[:, 3 + self.nu:] = self._fext(n, f_ext).reshape(n, -1)
+        if f_ext is not None:
+            P[:, 3 + self.nu:] = self._fext(n, f_ext).reshape(n, -1)
         return P
 
     def _fext(self, n, f_ext):
@@ -241,9 +244,36 @@ class MultibodyModel:
                     self._ffi.from_buffer("double[]", out, require_writable=True) if out.size else self._ffi.NULL)
         return out, status
 
+    def _single(self, kernel, q, u, middle, gravity, size):
+        """Lean path for one state without external forces: one C call, two small allocations.
+        Returns None when the inputs are not plain single states (the general path then checks them)."""
+        try:
+            q = np.ascontiguousarray(q, dtype=np.float64)
+            u = np.ascontiguousarray(u, dtype=np.float64)
+            middle = np.asarray(middle, dtype=np.float64)
+        except (TypeError, ValueError):
+            return None
+        if q.shape != (self.nq,) or u.shape != (self.nu,) or middle.shape != (self.nu,):
+            return None
+        p = np.zeros(3 + self.nu + 6 * self.nb)
+        p[:3] = self.gravity if gravity is None else gravity
+        p[3:3 + self.nu] = middle
+        out = np.empty(size)
+        fb = self._ffi.from_buffer
+        status = getattr(self._lib, f"sg_{self.name}_{kernel}")(
+            fb("double[]", q) if q.size else self._dummy, fb("double[]", u) if u.size else self._dummy,
+            fb("double[]", p), fb("double[]", out, require_writable=True) if size else self._dummy_out)
+        if status:
+            self._check_status(status, kernel)
+        return out
+
     def forward_dynamics(self, q, u, T, f_ext=None, gravity=None) -> np.ndarray:
         """Udot by the ATBI recursion.  ``T``: generalized forces (nU); ``f_ext``: ``{frame: [N; F] in that
         frame}`` or an array of body-frame wrenches ``(nb, 6)``; ``gravity`` overrides the model's."""
+        if f_ext is None and getattr(q, "ndim", 0) == 1:
+            out = self._single("forward_dynamics", q, u, T, gravity, self.nu)
+            if out is not None:
+                return out
         single, Q, U = self._states(q, u)
         _, _, Tm = self._states(q, T)
         out, status = self._call("forward_dynamics", Q, U, self._p(Q.shape[0], Tm, f_ext, gravity), self.nu)
@@ -252,6 +282,10 @@ class MultibodyModel:
 
     def inverse_dynamics(self, q, u, udot, f_ext=None, gravity=None) -> np.ndarray:
         """T by Newton-Euler (gravity included)."""
+        if f_ext is None and getattr(q, "ndim", 0) == 1:
+            out = self._single("inverse_dynamics", q, u, udot, gravity, self.nu)
+            if out is not None:
+                return out
         single, Q, U = self._states(q, u)
         _, _, Ud = self._states(q, udot)
         out, _ = self._call("inverse_dynamics", Q, U, self._p(Q.shape[0], Ud, f_ext, gravity), self.nu)
