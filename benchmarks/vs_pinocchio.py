@@ -1,7 +1,9 @@
 """symgen vs Pinocchio, side by side in one process (speed lives here, never in the tests).
 
-    python benchmarks/vs_pinocchio.py [--robots arm7 path/to/robot.urdf ...] [--floating] [--n 10000]
-                                      [--rounds 7] [--json results.json]
+    python benchmarks/vs_pinocchio.py [--robots arm6 arm7 quadruped:floating humanoid:floating ...]
+                                      [--n 10000] [--rounds 7] [--json results.json]
+
+A robot is a URDF path or a name in examples/models/; ``:floating`` gives it a floating base.
 
 For every robot: the same URDF into symgen and Pinocchio, the same random states, a warm-up, then
 ``--rounds`` interleaved rounds; each number is the median over the rounds of the time per call (or per
@@ -117,8 +119,8 @@ def _c_size_kb(path: Path, floating: bool) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--robots", nargs="+", default=["arm7"], help="URDF paths or names in examples/models/")
-    ap.add_argument("--floating", action="store_true", help="floating base (FULL6DOF / Pinocchio free-flyer)")
+    ap.add_argument("--robots", nargs="+", default=["arm6", "arm7", "quadruped:floating", "humanoid:floating"],
+                    help="URDF paths or names in examples/models/, with ':floating' for a floating base")
     ap.add_argument("--n", type=int, default=10000, help="states per batch (default 10000)")
     ap.add_argument("--single", type=int, default=10000, help="single calls per round (default 10000)")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median; default 7)")
@@ -127,7 +129,8 @@ def main(argv=None) -> int:
     results = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
                "python": platform.python_version(), "robots": []}
     for r in args.robots:
-        res = bench_robot(_robot_path(r), args.floating, args.n, args.rounds, args.single)
+        name, _, mode = r.partition(":")
+        res = bench_robot(_robot_path(name), mode == "floating", args.n, args.rounds, args.single)
         results["robots"].append(res)
         print(f"\n{res['robot']} ({'floating' if res['floating'] else 'fixed'} base, nQ={res['nq']}, nU={res['nu']}, "
               f"{res['bodies']} bodies; build {res['build_s']:.2f} s; {res['c_kB']:.0f} kB of C)")

@@ -35,11 +35,13 @@ def urdfs(tmp_path_factory):
     return d
 
 
-@pytest.fixture(scope="module", params=[(r, fb) for r in ("arm7", "rand21") for fb in (False, True)],
-                ids=[f"{r}-{'floating' if fb else 'fixed'}" for r in ("arm7", "rand21") for fb in (False, True)])
+ROBOTS = [(r, fb) for r in ("arm7", "rand21") for fb in (False, True)] + [("humanoid", True)]
+
+
+@pytest.fixture(scope="module", params=ROBOTS, ids=[f"{r}-{'floating' if fb else 'fixed'}" for r, fb in ROBOTS])
 def robot(request, urdfs):
     name, floating = request.param
-    path = str(urdfs / f"{name}.urdf")
+    path = str(urdfs / f"{name}.urdf") if name != "humanoid" else str(ROOT / "examples" / "models" / "humanoid.urdf")
     mb = symgen.build(path, floating_base=floating)
     pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
     return mb, pm, floating
