@@ -12,8 +12,7 @@ state for batches).  Rows:
 * ``fd``  forward dynamics   (symgen ATBI       vs ``pin.aba``)
 * ``id``  inverse dynamics   (symgen Newton-Euler vs ``pin.rnea``)
 * ``M``   mass matrix        (symgen CRBA       vs ``pin.crba``)
-* ``fk``  kinematics of all bodies (symgen: poses, Jacobians and their derivatives of every body in one call;
-          Pinocchio: ``framesForwardKinematics`` — poses only, so the ratio flatters Pinocchio)
+* ``fk``  poses of all bodies (symgen ``poses`` kernel vs ``framesForwardKinematics``)
 * ``jac`` one frame Jacobian (the last link; ``pin.computeFrameJacobian``)
 
 Columns: ``py1`` one call from Python per state, ``batch`` one symgen call for ``--n`` states (per state),
@@ -85,7 +84,7 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
         "id": (lambda i: mb.inverse_dynamics(Q[i], U[i], T[i]), lambda N: mb.inverse_dynamics(Q[:N], U[:N], T[:N]),
                lambda i: pin.rnea(pm, pd, QP[i], V[i], TAU[i])),
         "M": (lambda i: mb.mass_matrix(Q[i]), lambda N: mb.mass_matrix(Q[:N]), lambda i: pin.crba(pm, pd, QP[i])),
-        "fk": (lambda i: mb._bodies(*mb._states(Q[i])[1:]), lambda N: mb._bodies(*mb._states(Q[:N], U[:N])[1:]),
+        "fk": (lambda i: mb._poses(Q[i:i + 1]), lambda N: mb._poses(Q[:N]),
                lambda i: pin.framesForwardKinematics(pm, pd, QP[i])),
         "jac": (lambda i: mb.jacobian(Q[i], last), lambda N: mb.jacobian(Q[:N], last),
                 lambda i: pin.computeFrameJacobian(pm, pd, QP[i], fid, pin.LOCAL)),

@@ -124,6 +124,11 @@ class MultibodyModel:
         Jd = raw[:, :, 12 + 6 * self.nu:].reshape(-1, self.nb, 6, self.nu)
         return R, p, J, Jd
 
+    def _poses(self, Q):
+        """(R, p) of every body for every state, from the pose-only kernel."""
+        raw = self._run("poses", Q, np.zeros((Q.shape[0], self.nu)), self.nb * 12).reshape(Q.shape[0], self.nb, 12)
+        return raw[:, :, :9].reshape(-1, self.nb, 3, 3), raw[:, :, 9:12]
+
     def _frame(self, name):
         try:
             return self._frames[name]
@@ -150,9 +155,15 @@ class MultibodyModel:
     # ---- frame queries
     def frame_pose(self, q, frame: str) -> np.ndarray:
         """4x4 pose of the frame in newtonian."""
-        single, Q, U = self._states(q)
-        R, p, _, _ = self._frame_data(Q, U, frame)
-        T = np.zeros((Q.shape[0], 4, 4))
+        single, Q, _ = self._states(q)
+        b, Rbf, lbf = self._frame(frame)
+        n = Q.shape[0]
+        if b < 0:
+            R, p = np.broadcast_to(np.eye(3), (n, 3, 3)), np.zeros((n, 3))
+        else:
+            Rb, pb = self._poses(Q)
+            R, p = Rb[:, b] @ Rbf, pb[:, b] + Rb[:, b] @ lbf
+        T = np.zeros((n, 4, 4))
         T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = R, p, 1.0
         return self._out(single, T)
 
