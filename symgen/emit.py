@@ -272,6 +272,7 @@ def emit_model(model, layout: dict, slugs: dict) -> dict:
     onode = [_c_array(_pose12(b.onode)) for b in model.bodies]
     pnode_inv = [_c_array(_pose12(b.pnode.inverse())) for b in model.bodies]
     kin, qdot, sanitize, poses = [], [], [], ["double X[16];"]
+    hmap_cases = []
     for k, b in enumerate(model.bodies):
         L, s = layout[b.name], slugs[b.name]
         q0, u0, hnu, hnq = L["q"][0], L["u"][0], L["nu"], L["nq"]
@@ -282,6 +283,7 @@ def emit_model(model, layout: dict, slugs: dict) -> dict:
                 f"{'sg_' + s}_coord_map(q + {q0}, u + {u0}, 0, H);",
                 f"{'sg_' + s}_coord_map_dot(q + {q0}, u + {u0}, 0, Hd);",
                 f"sg_link_body({nu}, {hnu}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], {parent}, u, out + {k} * {B});"]
+        hmap_cases.append(f"case {k}: sg_{s}_coord_map(q + {q0}, u, 0, H); break;  /* '{b.name}' */")
         pparent = "0" if b.parent == "newtonian" else f"out + {index[b.parent]} * 12"
         poses += [f"sg_{s}_transform(q + {q0}, u, 0, X);  /* body {k} '{b.name}' */",
                   f"sg_link_pose(X, onode[{k}], pnode_inv[{k}], {pparent}, out + {k} * 12);"]
@@ -298,7 +300,7 @@ def emit_model(model, layout: dict, slugs: dict) -> dict:
             "kinematics_lines": [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin,
             "qdot_lines": ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)out; (void)sg_matvec;"],
             "sanitize_lines": (["int i;"] + sanitize) if sanitize else ["(void)out;"],
-            "kinematics_size": nb * B, "poses_lines": poses}
+            "kinematics_size": nb * B, "poses_lines": poses, "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu}
 
 
 def _emit_model_dynamics(model, layout, slugs, index, nu) -> dict:

@@ -168,9 +168,20 @@ class MultibodyModel:
         return self._out(single, T)
 
     def jacobian(self, q, frame: str) -> np.ndarray:
-        """6 x nU map from U to the frame's inertial spatial velocity [w; v] in frame axes."""
-        single, Q, U = self._states(q)
-        return self._out(single, self._frame_data(Q, U, frame)[2])
+        """6 x nU map from U to the frame's inertial spatial velocity [w; v] in frame axes (walks only the
+        frame's ancestors)."""
+        single, Q, _ = self._states(q)
+        b, Rbf, lbf = self._frame(frame)
+        if b < 0:
+            return self._out(single, np.zeros((Q.shape[0], 6, self.nu)))
+        out = np.empty((Q.shape[0], 6 * self.nu))
+        pb = np.array([float(b)])
+        getattr(self._lib, f"sg_{self.name}_body_jacobian_batch")(
+            Q.shape[0], self._buf(Q), self._dummy, self._ffi.from_buffer("double[]", pb),
+            self._ffi.from_buffer("double[]", out, require_writable=True) if out.size else self._dummy_out)
+        J = out.reshape(-1, 6, self.nu)
+        at_body = not lbf.any() and np.array_equal(Rbf, np.eye(3))   # the body's own frame: no offset
+        return self._out(single, J if at_body else _phiT_apply(Rbf, lbf, J))
 
     def jacobian_dot(self, q, u, frame: str) -> np.ndarray:
         """Time derivative of :meth:`jacobian` along Qdot = N U."""
