@@ -289,29 +289,28 @@ class MultibodyModel:
             self._check_status(status, kernel)
         return out
 
+    def _dynamics(self, kernel, q, u, middle, f_ext, gravity) -> np.ndarray:
+        """One dynamics kernel whose p is [g, middle (nU), f_ext]: the lean path for a single state without
+        external forces, the general (batched, checked) path otherwise."""
+        if f_ext is None and getattr(q, "ndim", 0) == 1:
+            out = self._single(kernel, q, u, middle, gravity, self.nu)
+            if out is not None:
+                return out
+        single, Q, U = self._states(q, u)
+        _, _, M = self._states(q, middle)
+        out, status = self._call(kernel, Q, U, self._p(Q.shape[0], M, f_ext, gravity), self.nu)
+        if status:
+            self._check_status(status, kernel)
+        return self._out(single, out)
+
     def forward_dynamics(self, q, u, T, f_ext=None, gravity=None) -> np.ndarray:
         """Udot by the ATBI recursion.  ``T``: generalized forces (nU); ``f_ext``: ``{frame: [N; F] in that
         frame}`` or an array of body-frame wrenches ``(nb, 6)``; ``gravity`` overrides the model's."""
-        if f_ext is None and getattr(q, "ndim", 0) == 1:
-            out = self._single("forward_dynamics", q, u, T, gravity, self.nu)
-            if out is not None:
-                return out
-        single, Q, U = self._states(q, u)
-        _, _, Tm = self._states(q, T)
-        out, status = self._call("forward_dynamics", Q, U, self._p(Q.shape[0], Tm, f_ext, gravity), self.nu)
-        self._check_status(status, "forward_dynamics")
-        return self._out(single, out)
+        return self._dynamics("forward_dynamics", q, u, T, f_ext, gravity)
 
     def inverse_dynamics(self, q, u, udot, f_ext=None, gravity=None) -> np.ndarray:
         """T by Newton-Euler (gravity included)."""
-        if f_ext is None and getattr(q, "ndim", 0) == 1:
-            out = self._single("inverse_dynamics", q, u, udot, gravity, self.nu)
-            if out is not None:
-                return out
-        single, Q, U = self._states(q, u)
-        _, _, Ud = self._states(q, udot)
-        out, _ = self._call("inverse_dynamics", Q, U, self._p(Q.shape[0], Ud, f_ext, gravity), self.nu)
-        return self._out(single, out)
+        return self._dynamics("inverse_dynamics", q, u, udot, f_ext, gravity)
 
     def mass_matrix(self, q) -> np.ndarray:
         """Composite-body mass matrix (nU x nU, symmetric)."""
