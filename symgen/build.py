@@ -254,7 +254,8 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
         header, source, kernels = render.render_hinge(h, s, template_path=template_path)
         manifest = {"slug": s, "label": h.spec.label(), "nq": h.nq, "nu": h.nu,
                     "kernels": {k.name: {"c_name": k.c_name, "inputs": list(k.inputs), "out_shape": list(k.out_shape),
-                                         "flops": k.flops, "status": k.returns_status} for k in kernels}}
+                                         "flops": k.flops, "status": k.returns_status} for k in kernels},
+                    "structure": emit.kernel_structure(h)}
         return {f"{s}.c": source, f"{s}.h": header}, manifest
 
     return _json_cached(cache_dir() / "emit" / f"{key}.json", make)
@@ -374,7 +375,7 @@ def model_sources(model, progress=None):
         slugs[b.name] = m["slug"]
         specs[m["slug"]] = m
         layout[b.name] = {"q": (qo, qo + h.nq), "u": (uo, uo + h.nu), "nq": h.nq, "nu": h.nu,
-                          "subhinges": list(h.subhinge_types)}
+                          "subhinges": list(h.subhinge_types), "structure": m["structure"]}
         hinges[b.hinge_name] = {"body": b.name, "type": b.hinge_type, "slug": m["slug"], "label": h.spec.label(),
                                 "q": [qo, qo + h.nq], "u": [uo, uo + h.nu], "subhinges": list(h.subhinge_types),
                                 "neutral_q": _neutral(h)}

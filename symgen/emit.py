@@ -312,12 +312,13 @@ def _emit_model_dynamics(model, layout, slugs, index, nu) -> dict:
 
     nb = len(model.bodies)
     max_nu = max([1] + [layout[b.name]["nu"] for b in model.bodies])
-    inertia, parent_of, uo, nuh = [], [], [], []
+    inertia, inertia_np, parent_of, uo, nuh = [], [], [], [], []
     for b in model.bodies:
         c, m, J = np.array(b.com), b.mass, np.array(b.inertia)
         cx = np_skew(c)
         M = np.block([[J - m * cx @ cx, m * cx], [-m * cx, m * np.eye(3)]])
         inertia.append(_c_array(M.ravel()))
+        inertia_np.append(M)
         parent_of.append(-1 if b.parent == "newtonian" else index[b.parent])
         uo.append(layout[b.name]["u"][0])
         nuh.append(layout[b.name]["nu"])
@@ -352,20 +353,83 @@ def _emit_model_dynamics(model, layout, slugs, index, nu) -> dict:
         apar = "alpha0" if parent_of[k] < 0 else f"bd[{parent_of[k]}].alpha"
         fd.append(f"sg_atbi_accel({nuh[k]}, {apar}, &bd[{k}], out + {uo[k]});")
     fd.append("return 0;")
-    idl = fwd + grav + ["/* Newton-Euler: accelerations and body forces base-to-tip, then T tip-to-base */"]
-    for k in range(nb):
-        apar = "alpha0" if parent_of[k] < 0 else f"bd[{parent_of[k]}].alpha"
-        idl.append(f"sg_rnea_forward({nuh[k]}, inertia[{k}], {apar}, p + 3 + {uo[k]}, p + {3 + nu + 6 * k}, &bd[{k}]);")
-    for k in reversed(range(nb)):
-        par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
-        idl.append(f"sg_rnea_backward({nuh[k]}, &bd[{k}], {par}, out + {uo[k]});")
-    mm = fwd + [f"for (i = 0; i < {nu * nu}; ++i) out[i] = 0.0;", "/* composite inertias tip-to-base */"]
-    for k in reversed(range(nb)):
-        par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
-        mm.append(f"sg_crba_body(inertia[{k}], &bd[{k}], {par});")
-    for k in range(nb):
-        if nuh[k]:
-            mm.append(f"sg_crba_columns({nu}, {k}, parent_of, uo, nuh, bd, out);")
+    traced = _traced_dynamics(model, layout, slugs, index, nu, inertia_np)
+    if traced.pop("crba_unrolled"):
+        mm = traced.pop("mm_traced")
+    else:  # deep trees: the ancestor walk as a loop over the helpers
+        traced.pop("mm_traced")
+        mm = ["int i;", "(void)p;"] + fwd + [f"for (i = 0; i < {nu * nu}; ++i) out[i] = 0.0;", "/* composite inertias tip-to-base */"]
+        for k in reversed(range(nb)):
+            par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
+            mm.append(f"sg_crba_body(inertia[{k}], &bd[{k}], {par});")
+        for k in range(nb):
+            if nuh[k]:
+                mm.append(f"sg_crba_columns({nu}, {k}, parent_of, uo, nuh, bd, out);")
     return {"inertia": inertia, "parent_of": ", ".join(map(str, parent_of)), "uo": ", ".join(map(str, uo)),
-            "nuh": ", ".join(map(str, nuh)), "fd_lines": fd, "id_lines": idl, "mm_lines": ["int i;"] + mm,
+            "nuh": ", ".join(map(str, nuh)), "fd_lines": fd, "mm_lines": mm, **traced,
             "p_size": 3 + nu + 6 * nb, "mats_size": 216 * nb}
+
+
+def kernel_structure(h: Hinge) -> dict:
+    """Which entries of a hinge's transform, coord map and coord map derivative are constants (row-major;
+    a float, or None where the entry depends on Q or U): what the model tracer folds."""
+    def consts(M):
+        return [float(e) if e.is_number else None for e in M]
+
+    return {"transform": consts(h.transform), "coord_map": consts(h.coord_map),
+            "coord_map_dot": consts(h.coord_map_dot)}
+
+
+def _traced_dynamics(model, layout, slugs, index, nu, inertia) -> dict:
+    """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.soa`)."""
+    import numpy as np
+
+    from . import soa
+
+    bodies = []
+    for k, b in enumerate(model.bodies):
+        L = layout[b.name]
+        st = L["structure"]
+        pinv = b.pnode.inverse()
+        bodies.append(soa.BodyInfo(
+            k=k, name=b.name, parent=-1 if b.parent == "newtonian" else index[b.parent], slug=slugs[b.name],
+            q0=L["q"][0], u0=L["u"][0], nu=L["nu"],
+            on_R=[float(x) for x in np.asarray(b.onode.R, float).ravel()], on_l=[float(x) for x in b.onode.xyz],
+            pinv_R=[float(x) for x in np.asarray(pinv.R, float).ravel()], pinv_l=[float(x) for x in pinv.xyz],
+            M=[[float(x) for x in row] for row in inertia[k]],
+            X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"]))
+    out = {}
+    for key, fn in (("fd_traced", soa.atbi), ("id_traced", soa.rnea), ("mm_traced", soa.crba)):
+        if key == "mm_traced" and soa.crba_steps(bodies) > soa.CRBA_UNROLL_LIMIT:
+            out[key] = None
+            continue
+        out[key] = _trace_function(fn, bodies, nu)
+    out["crba_unrolled"] = out["mm_traced"] is not None
+    if out["crba_unrolled"]:
+        out["mm_traced"] = ["(void)sg_crba_body; (void)sg_crba_columns;  /* the loop form, for deep trees */"] \
+            + out["mm_traced"]
+    return out
+
+
+def _trace_function(fn, bodies, nu) -> list:
+    """Trace one algorithm; prepend the hinge kernel calls whose outputs the live code reads."""
+    from .soa import NotPositiveDefinite
+    from .tape import Tape
+
+    T = Tape()
+    try:
+        fn(T, bodies, nu)
+    except NotPositiveDefinite as e:
+        b = bodies[e.k]
+        return ["(void)q; (void)u; (void)p; (void)out;",
+                f"return {e.k + 1};  /* D of '{b.name}' is constant and not positive definite */"]
+    body = T.lines()
+    arrays = T.live_arrays()
+    head = ["(void)q; (void)u; (void)p; (void)out;"]
+    for b in bodies:
+        for arr, kernel, size in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
+                                  (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)):
+            if arr in arrays:
+                head.append(f"double {arr}[{size}];  /* '{b.name}' */")
+                head.append(f"sg_{b.slug}_{kernel}(q + {b.q0}, u + {b.u0}, 0, {arr});")
+    return head + body

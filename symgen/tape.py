@@ -1,0 +1,230 @@
+"""Straight-line C from an algorithm run once on symbolic scalars (the model dynamics' emit stage).
+
+A :class:`Tape` records an algorithm written in plain Python arithmetic on :class:`Val` objects and on
+floats.  Floats are the model's constants (inertias, fixed transforms, the structural zeros and ones of a
+hinge's transform and coord map): every operation with them is folded while tracing, so ``0 * x``
+disappears, ``1 * x`` is ``x``, a PIN about z touches one column.  What remains is one ``const double``
+per operation, with common subexpressions shared and dead values dropped, in program order::
+
+    tape = Tape()
+    q0 = tape.input("q[0]")
+    c, s = tape.call("cos", q0), tape.call("sin", q0)
+    tape.store("out[0]", c * 2.0 + s * 0.0)       # -> out[0] = 2.0 * t0;  (s is never computed)
+    lines = tape.lines()
+
+Values that the algorithm names (``tape.name(v, "D3")``) keep that name in the C, so the generated code
+can be read next to the equations.
+"""
+from __future__ import annotations
+
+import math
+
+
+class Val:
+    """A runtime scalar: an input (``q[3]``, ``X2[5]``) or one traced operation."""
+
+    __slots__ = ("tape", "parts", "deps", "hint", "name", "is_input", "array", "live", "key")
+
+    def __init__(self, tape, parts, deps, is_input=False, name=None, array=None):
+        self.tape, self.parts, self.deps = tape, parts, deps
+        self.is_input, self.name, self.array, self.hint, self.live = is_input, name, array, None, False
+
+    # arithmetic with folding; floats are constants
+    def __add__(self, o):
+        return self.tape.add(self, o)
+
+    def __radd__(self, o):
+        return self.tape.add(o, self)
+
+    def __sub__(self, o):
+        return self.tape.add(self, self.tape.neg(o))
+
+    def __rsub__(self, o):
+        return self.tape.add(o, self.tape.neg(self))
+
+    def __mul__(self, o):
+        return self.tape.mul(self, o)
+
+    def __rmul__(self, o):
+        return self.tape.mul(o, self)
+
+    def __truediv__(self, o):
+        return self.tape.div(self, o)
+
+    def __rtruediv__(self, o):
+        return self.tape.div(o, self)
+
+    def __neg__(self):
+        return self.tape.neg(self)
+
+
+def _const(x) -> str:
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"non-finite constant {x!r} in traced code")
+    text = repr(x)
+    return text if any(ch in text for ch in ".e") else text + ".0"
+
+
+class Tape:
+    """Recorder of one straight-line C function body (see the module docstring)."""
+
+    def __init__(self, temp_prefix: str = "t"):
+        self._prefix = temp_prefix
+        self._stmts = []      # ("def", Val) | ("effect", parts, deps)
+        self._memo = {}
+        self._inputs = {}
+
+    # ---- leaves
+    def input(self, text: str, array: str | None = None) -> Val:
+        v = self._inputs.get(text)
+        if v is None:
+            v = self._inputs[text] = Val(self, (), (), is_input=True, name=text, array=array)
+        return v
+
+    def _def(self, parts: tuple) -> Val:
+        key = tuple(id(p) if isinstance(p, Val) else p for p in parts)
+        v = self._memo.get(key)
+        if v is None:
+            v = Val(self, parts, tuple(p for p in parts if isinstance(p, Val)))
+            self._memo[key] = v
+            self._stmts.append(("def", v))
+        return v
+
+    # ---- operations (floats fold)
+    def add(self, a, b):
+        return self.dot([(1.0, a), (1.0, b)])
+
+    def neg(self, a):
+        if not isinstance(a, Val):
+            return -float(a)
+        return self.dot([(-1.0, a)])
+
+    def mul(self, a, b):
+        return self.dot([(a, b)])
+
+    def div(self, a, b):
+        if not isinstance(b, Val):
+            return self.mul(a, 1.0 / float(b))
+        if not isinstance(a, Val):
+            if a == 0.0:
+                return 0.0
+            return self._def((_const(a), " / ", b))
+        return self._def((a, " / ", b))
+
+    def call(self, fn: str, a):
+        if not isinstance(a, Val):
+            return float(getattr(math, fn)(a))
+        return self._def((f"{fn}(", a, ")"))
+
+    def dot(self, pairs, init=0.0):
+        """``init + sum(a * b)`` as one statement: zero terms dropped, constants gathered, ``+-1`` factors
+        turned into signs.  Returns a float when everything folds."""
+        if isinstance(init, Val):
+            pairs, init = list(pairs) + [(1.0, init)], 0.0
+        const = float(init)
+        terms = []  # (coef, [vals])
+        for a, b in pairs:
+            av, bv = isinstance(a, Val), isinstance(b, Val)
+            if not av and not bv:
+                const += float(a) * float(b)
+                continue
+            if (not av and a == 0.0) or (not bv and b == 0.0):
+                continue
+            if av and bv:
+                terms.append((1.0, [a, b]))
+            else:
+                c, v = (float(b), a) if av else (float(a), b)
+                terms.append((c, [v]))
+        if not terms:
+            return const
+        if len(terms) == 1 and const == 0.0 and terms[0][0] == 1.0 and len(terms[0][1]) == 1:
+            return terms[0][1][0]
+        parts = []
+        for c, vals in terms:
+            sign = "-" if c < 0 else "+"
+            mag = abs(c)
+            factors = ([] if mag == 1.0 else [_const(mag)]) + vals
+            if parts:
+                parts.append(f" {sign} ")
+            elif sign == "-":
+                parts.append("-")
+            for i, f in enumerate(factors):
+                if i:
+                    parts.append(" * ")
+                parts.append(f)
+        if const != 0.0:
+            parts.append(f" {'-' if const < 0 else '+'} {_const(abs(const))}")
+        return self._def(tuple(parts))
+
+    # ---- effects and names
+    def store(self, target: str, value) -> None:
+        """``target = value;`` (a float is written as a literal)."""
+        self.effect((f"{target} = ", value, ";"))
+
+    def effect(self, parts: tuple) -> None:
+        """Any statement, kept in program order; Vals in ``parts`` are printed by name."""
+        parts = tuple(p if isinstance(p, (Val, str)) else _const(p) for p in parts)
+        self._stmts.append(("effect", parts, tuple(p for p in parts if isinstance(p, Val))))
+
+    def comment(self, text: str) -> None:
+        self._stmts.append(("comment", text))
+
+    def name(self, value, hint: str):
+        """Give a traced value a readable C name (inputs, constants and named values keep theirs)."""
+        if isinstance(value, Val) and not value.is_input and value.hint is None:
+            value.hint = hint
+        return value
+
+    # ---- output
+    def _mark_live(self):
+        stack = [d for s in self._stmts if s[0] == "effect" for d in s[2]]
+        while stack:
+            v = stack.pop()
+            if v.live:
+                continue
+            v.live = True
+            stack.extend(v.deps)
+
+    def live_arrays(self) -> set:
+        """Names of the input arrays (``array=`` of :meth:`input`) the live code reads."""
+        self._mark_live()
+        return {v.array for v in self._inputs.values() if v.live and v.array}
+
+    def lines(self) -> list:
+        """The C statements; temporaries are ``const double``, dead ones are dropped."""
+        self._mark_live()
+        used, n = set(), 0
+        for s in self._stmts:
+            if s[0] == "def" and s[1].live:
+                v = s[1]
+                if v.hint and v.hint not in used:
+                    v.name = v.hint
+                else:
+                    v.name = f"{self._prefix}{n}"
+                    n += 1
+                used.add(v.name)
+
+        def text(parts):
+            return "".join(p.name if isinstance(p, Val) else p for p in parts)
+
+        out, pending = [], None
+        for s in self._stmts:
+            if s[0] == "comment":
+                pending = s[1]
+                continue
+            if s[0] == "def" and not s[1].live:
+                continue
+            if pending is not None:
+                out.append(f"/* {pending} */")
+                pending = None
+            if s[0] == "def":
+                out.append(f"const double {s[1].name} = {text(s[1].parts)};")
+            else:
+                out.append(text(s[1]))
+        return out
+
+    def count(self) -> int:
+        """Live traced operations (statements), after folding and sharing."""
+        self._mark_live()
+        return sum(1 for s in self._stmts if s[0] == "def" and s[1].live)
