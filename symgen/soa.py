@@ -214,6 +214,15 @@ def _accumulate(T, base, contributions):
     return [T.dot([(1.0, c[i]) for c in contributions] + [(1.0, base[i])]) for i in range(6)]
 
 
+def _unit_columns(S):
+    """For each column of S: the index i if the column is the constant unit vector e_i, else None."""
+    def unit(col):
+        if all(isinstance(x, float) for x in col) and sorted(col) == [0.0] * 5 + [1.0]:
+            return col.index(1.0)
+        return None
+    return [unit(col) for col in S]
+
+
 def atbi(T: Tape, bodies, nu: int):
     """ATBI forward dynamics: Udot from (Q, U, T, f_ext, g).  p = [g (3), T (nU), f_ext (6 per body)]."""
     q_u = [T.input(f"u[{i}]") for i in range(nu)]
@@ -241,16 +250,23 @@ def atbi(T: Tape, bodies, nu: int):
             nu_ = [T.name(_dot(T, Dinv[c], eps), f"nu{k}_{c}") for c in range(b.nu)]
         else:
             G, eps, nu_ = [[] for _ in range(6)], [], []
+        # S^T G = 1, S^T P+ = 0 and S^T z+ = T hold exactly: where S's columns are unit vectors (a PIN
+        # about a body axis, a free joint) those rows of G, P+ and z+ are known, not computed
+        axis = _unit_columns(S)
+        for c, i in enumerate(axis):
+            if i is not None:
+                G[i] = [1.0 if cc == c else 0.0 for cc in range(b.nu)]
         step[k] = (G, nu_)
         if b.parent < 0:
             continue
-        zplus = [_dot(T, G[i], eps, z[i]) for i in range(6)]                         # z+ = z + G eps
+        known = {i: c for c, i in enumerate(axis) if i is not None}
+        zplus = [Tin[b.u0 + known[i]] if i in known else _dot(T, G[i], eps, z[i]) for i in range(6)]  # z + G eps
         if b.nu:
             Pplus = [[None] * 6 for _ in range(6)]                                   # P+ = P - G (P S)^T
             for i in range(6):
                 for j in range(i, 6):
-                    Pplus[i][j] = Pplus[j][i] = T.dot([(-1.0, T.mul(G[i][c], PS[c][j])) for c in range(b.nu)], 0.0)
-                    Pplus[i][j] = Pplus[j][i] = T.add(P[i][j], Pplus[i][j])
+                    Pplus[i][j] = Pplus[j][i] = 0.0 if i in known or j in known else T.dot(
+                        [(-1.0, T.mul(G[i][c], PS[c][j])) for c in range(b.nu)], P[i][j])
         else:
             Pplus = P
         Pc[b.parent].append(phi_sym(T, K["R"], K["l"], Pplus))
