@@ -50,9 +50,20 @@ def _tup(M) -> tuple:
 
 
 def rpy_matrix(rpy) -> np.ndarray:
-    """URDF roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)`` (fixed axes x, y, z)."""
+    """URDF roll-pitch-yaw: ``R = Rz(yaw) Ry(pitch) Rx(roll)`` (fixed axes x, y, z).
+
+    A sine or cosine within 1e-15 of 0 or +-1 is taken as exactly that: ``rpy="1.5707963267948966 0 0"``
+    means a quarter turn, and ``cos`` of the decimal is 6e-17, not 0.  The exact zeros matter downstream: the
+    generated code drops every term they multiply."""
     r, p, y = (float(a) for a in rpy)
-    cr, sr, cp, sp_, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+
+    def snap(x):
+        for exact in (0.0, 1.0, -1.0):
+            if abs(x - exact) < 1e-15:
+                return exact
+        return float(x)
+
+    cr, sr, cp, sp_, cy, sy = (snap(f(a)) for a in (r, p, y) for f in (np.cos, np.sin))
     Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
     Ry = np.array([[cp, 0, sp_], [0, 1, 0], [-sp_, 0, cp]])
     Rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
