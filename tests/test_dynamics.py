@@ -182,6 +182,45 @@ def test_batched_dynamics_equal_single(tree):
         np.testing.assert_array_equal(M[i], tree.mass_matrix(Q[i]))
 
 
+def test_preallocated_outputs_and_fast_path(tree):
+    """out= is filled and returned; the single-state fast path (C-contiguous float64 vectors) agrees bitwise
+    with the general path (lists, strided views, batches of one); gravity edits reach both."""
+    rng = np.random.default_rng(5)
+    q, u = _state(tree, rng)
+    T = rng.normal(size=tree.nu)
+    for fn, args in ((tree.forward_dynamics, (q, u, T)), (tree.inverse_dynamics, (q, u, T))):
+        ref = fn(*args)
+        o = np.full(tree.nu, np.nan)
+        assert fn(*args, out=o) is o
+        np.testing.assert_array_equal(o, ref)
+        np.testing.assert_array_equal(fn(*(list(a) for a in args)), ref)                       # general path
+        np.testing.assert_array_equal(fn(*(np.repeat(a, 2)[::2] for a in args)), ref)          # strided views
+        ob = np.full((1, tree.nu), np.nan)
+        assert fn(*(a[None] for a in args), out=ob) is ob
+        np.testing.assert_array_equal(ob[0], ref)
+        for bad in (np.empty(tree.nu + 1), np.empty(tree.nu, np.float32), np.empty((2, tree.nu))[:, 0]):
+            with pytest.raises(ValueError, match="out="):
+                fn(*args, out=bad)
+    M = tree.mass_matrix(q)
+    o = np.empty((tree.nu, tree.nu))
+    assert tree.mass_matrix(q, out=o) is o
+    np.testing.assert_array_equal(o, M)
+    np.testing.assert_array_equal(tree.mass_matrix(list(q)), M)
+    with pytest.raises(ValueError, match="out="):
+        tree.mass_matrix(q, out=np.empty(tree.nu * tree.nu))
+    g0 = tree.gravity.copy()
+    try:
+        tree.gravity[2] = -1.5                                   # in place
+        np.testing.assert_array_equal(tree.forward_dynamics(q, u, T), tree.forward_dynamics(q, u, T, gravity=[*g0[:2], -1.5]))
+        tree.gravity = [0.3, 0.0, -2.0]                          # replaced
+        np.testing.assert_array_equal(tree.inverse_dynamics(q, u, T), tree.inverse_dynamics(q[None], u[None], T[None])[0])
+        np.testing.assert_array_equal(tree.forward_dynamics(q, u, T), tree.forward_dynamics(q, u, T, gravity=[0.3, 0, -2]))
+        with pytest.raises(ValueError, match="gravity"):
+            tree.gravity = [0.0, 9.81]
+    finally:
+        tree.gravity = g0
+
+
 def test_non_positive_definite_d_names_the_body(tmp_path):
     urdf = random_urdf(5, 4).replace("</robot>", """  <link name="ghost"/>
   <joint name="jghost" type="revolute"><parent link="l3"/><child link="ghost"/><axis xyz="0 0 1"/></joint>

@@ -21,6 +21,7 @@ from .hinge_kernels import HingeKernels
 from .numeric import np_jr_inv, np_rotation_log, np_skew
 
 FD_STEP = 1e-6
+_F64 = np.dtype(np.float64)
 
 
 def _skew(v):
@@ -47,7 +48,7 @@ class MultibodyModel:
         self.name = manifest["name"]
         self.nq, self.nu, self.nb = manifest["nq"], manifest["nu"], manifest["nb"]
         self.path = path
-        self.gravity = np.array(manifest["gravity"])
+        self._gravity = np.array(manifest["gravity"], dtype=np.float64)
         self.hinge_names = tuple(manifest["hinges"])
         self.body_names = tuple(b["name"] for b in manifest["bodies"])
         self.frame_names = tuple(manifest["frames"])
@@ -58,6 +59,23 @@ class MultibodyModel:
         self._block = 12 + 12 * self.nu
         self._dummy = self._ffi.from_buffer("double[]", np.zeros(1))
         self._dummy_out = self._ffi.from_buffer("double[]", np.zeros(1), require_writable=True)
+        self._zero_u = self._ffi.from_buffer("double[]", np.zeros(max(self.nu, 1)))  # mass matrix: U unused
+        self._g_buf = self._ffi.from_buffer("double[]", self._gravity)  # sees in-place changes; the setter renews it
+        # the single-state fast path needs nQ, nU > 0 (a shape that never matches turns it off)
+        self._shape_q, self._shape_u = ((self.nq,), (self.nu,)) if self.nq and self.nu else ((-1,), (-1,))
+        self._single_fn = {k: getattr(self._lib, f"sg_{self.name}_{k}_single")
+                           for k in ("forward_dynamics", "inverse_dynamics")}
+        self._single_fn["mass_matrix"] = getattr(self._lib, f"sg_{self.name}_mass_matrix")
+
+    @property
+    def gravity(self) -> np.ndarray:
+        """Gravity in newtonian axes (3,), used when a call gives no ``gravity=``; assign or edit in place."""
+        return self._gravity
+
+    @gravity.setter
+    def gravity(self, g):
+        self._gravity = np.array(self._gravity_vector(g))
+        self._g_buf = self._ffi.from_buffer("double[]", self._gravity)
 
     def __repr__(self):
         return f"<symgen.MultibodyModel {self.name}: nq={self.nq} nu={self.nu} bodies={self.nb}>"
@@ -259,64 +277,99 @@ class MultibodyModel:
                                         f"'{self.manifest['bodies'][k - 1]['hinge']}') is not positive definite "
                                         f"(state {i}); a massless tip or degenerate inertia?")
 
-    def _call(self, kernel, Q, U, P, size):
-        out = np.empty((Q.shape[0], size))
+    def _call(self, kernel, Q, U, P, size, out=None):
+        out = np.empty((Q.shape[0], size)) if out is None else out
         fn = getattr(self._lib, f"sg_{self.name}_{kernel}_batch")
         status = fn(Q.shape[0], self._buf(Q), self._buf(U), self._buf(np.ascontiguousarray(P)),
                     self._ffi.from_buffer("double[]", out, require_writable=True) if out.size else self._ffi.NULL)
         return out, status
 
-    def _single(self, kernel, q, u, middle, gravity, size):
-        """Lean path for one state without external forces: one C call, two small allocations.
-        Returns None when the inputs are not plain single states (the general path then checks them)."""
-        try:
-            q = np.ascontiguousarray(q, dtype=np.float64)
-            u = np.ascontiguousarray(u, dtype=np.float64)
-            middle = np.asarray(middle, dtype=np.float64)
-        except (TypeError, ValueError):
+    def _out_buffer(self, out, shape, what):
+        """The caller's preallocated output, checked (float64, C-contiguous, writable, exact shape)."""
+        if (type(out) is not np.ndarray or out.dtype is not _F64 or out.shape != shape
+                or not (out.flags.c_contiguous and out.flags.writeable)):
+            got = f"{type(out).__name__} {getattr(out, 'dtype', '')} {getattr(out, 'shape', '')}".strip()
+            raise ValueError(f"{self.name}: {what}: out= must be a writable C-contiguous float64 array of shape "
+                             f"{shape}, got {got}")
+        return out
+
+    def _single(self, kernel, q, u, middle, gravity, out):
+        """Lean path for one state without external forces: no copies, one C call (``sg_<name>_<kernel>_single``,
+        which assembles p on the C stack); allocates only the output (none with ``out=``) and cffi's pointer
+        objects.  Returns None when q, u, middle are not C-contiguous float64 vectors of the right size (the
+        general path then converts and checks them)."""
+        nu = self.nu
+        if (type(q) is not np.ndarray or type(u) is not np.ndarray or type(middle) is not np.ndarray
+                or q.dtype is not _F64 or u.dtype is not _F64 or middle.dtype is not _F64
+                or q.shape != self._shape_q or u.shape != self._shape_u or middle.shape != self._shape_u):
             return None
-        if q.shape != (self.nq,) or u.shape != (self.nu,) or middle.shape != (self.nu,):
-            return None
-        p = np.zeros(3 + self.nu + 6 * self.nb)
-        p[:3] = self.gravity if gravity is None else gravity
-        p[3:3 + self.nu] = middle
-        out = np.empty(size)
         fb = self._ffi.from_buffer
-        status = getattr(self._lib, f"sg_{self.name}_{kernel}")(
-            fb("double[]", q) if q.size else self._dummy, fb("double[]", u) if u.size else self._dummy,
-            fb("double[]", p), fb("double[]", out, require_writable=True) if size else self._dummy_out)
+        try:                                # from_buffer refuses non-contiguous arrays
+            args = (fb("double[]", q), fb("double[]", u),
+                    self._g_buf if gravity is None else fb("double[]", self._gravity_vector(gravity)),
+                    fb("double[]", middle))
+        except ValueError:
+            return None
+        out = np.empty(nu) if out is None else self._out_buffer(out, self._shape_u, kernel)
+        status = self._single_fn[kernel](*args, fb("double[]", out))
         if status:
             self._check_status(status, kernel)
         return out
 
-    def _dynamics(self, kernel, q, u, middle, f_ext, gravity) -> np.ndarray:
-        """One dynamics kernel whose p is [g, middle (nU), f_ext]: the lean path for a single state without
-        external forces, the general (batched, checked) path otherwise."""
-        if f_ext is None and getattr(q, "ndim", 0) == 1:
-            out = self._single(kernel, q, u, middle, gravity, self.nu)
-            if out is not None:
-                return out
+    def _gravity_vector(self, g):
+        g = np.ascontiguousarray(g, dtype=np.float64)
+        if g.shape != (3,):
+            raise ValueError(f"{self.name}: gravity must be 3 numbers, got {g.shape}")
+        return g
+
+    def _dynamics(self, kernel, q, u, middle, f_ext, gravity, out=None) -> np.ndarray:
+        """One dynamics kernel whose p is [g, middle (nU), f_ext], batched and checked (the methods try
+        :meth:`_single` first)."""
         single, Q, U = self._states(q, u)
         _, _, M = self._states(q, middle)
-        out, status = self._call(kernel, Q, U, self._p(Q.shape[0], M, f_ext, gravity), self.nu)
+        if out is not None:
+            out = self._out_buffer(out, (self.nu,) if single else (Q.shape[0], self.nu), kernel)
+        res, status = self._call(kernel, Q, U, self._p(Q.shape[0], M, f_ext, gravity), self.nu,
+                                 None if out is None else out.reshape(Q.shape[0], self.nu))
         if status:
             self._check_status(status, kernel)
-        return self._out(single, out)
+        return out if out is not None else self._out(single, res)
 
-    def forward_dynamics(self, q, u, T, f_ext=None, gravity=None) -> np.ndarray:
+    def forward_dynamics(self, q, u, T, f_ext=None, gravity=None, out=None) -> np.ndarray:
         """Udot by the ATBI recursion.  ``T``: generalized forces (nU); ``f_ext``: ``{frame: [N; F] in that
-        frame}`` or an array of body-frame wrenches ``(nb, 6)``; ``gravity`` overrides the model's."""
-        return self._dynamics("forward_dynamics", q, u, T, f_ext, gravity)
+        frame}`` or an array of body-frame wrenches ``(nb, 6)``; ``gravity`` overrides the model's;
+        ``out``: a preallocated float64 array of the result's shape, filled and returned."""
+        if f_ext is None:
+            res = self._single("forward_dynamics", q, u, T, gravity, out)
+            if res is not None:
+                return res
+        return self._dynamics("forward_dynamics", q, u, T, f_ext, gravity, out)
 
-    def inverse_dynamics(self, q, u, udot, f_ext=None, gravity=None) -> np.ndarray:
-        """T by Newton-Euler (gravity included)."""
-        return self._dynamics("inverse_dynamics", q, u, udot, f_ext, gravity)
+    def inverse_dynamics(self, q, u, udot, f_ext=None, gravity=None, out=None) -> np.ndarray:
+        """T by Newton-Euler (gravity included).  ``out`` as in :meth:`forward_dynamics`."""
+        if f_ext is None:
+            res = self._single("inverse_dynamics", q, u, udot, gravity, out)
+            if res is not None:
+                return res
+        return self._dynamics("inverse_dynamics", q, u, udot, f_ext, gravity, out)
 
-    def mass_matrix(self, q) -> np.ndarray:
-        """Composite-body mass matrix (nU x nU, symmetric)."""
+    def mass_matrix(self, q, out=None) -> np.ndarray:
+        """Composite-body mass matrix (nU x nU, symmetric).  ``out``: a preallocated float64 array of shape
+        (nU, nU), or (N, nU, nU) for a batch, filled and returned."""
+        nu = self.nu
+        if (type(q) is np.ndarray and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+                and self.nq and nu):
+            out = np.empty((nu, nu)) if out is None else self._out_buffer(out, (nu, nu), "mass_matrix")
+            fb = self._ffi.from_buffer
+            self._single_fn["mass_matrix"](fb("double[]", q), self._zero_u, self._dummy,
+                                           fb("double[]", out, require_writable=True))
+            return out
         single, Q, U = self._states(q)
-        out, _ = self._call("mass_matrix", Q, U, np.zeros((Q.shape[0], 1)), self.nu * self.nu)
-        return self._out(single, out.reshape(-1, self.nu, self.nu))
+        if out is not None:
+            out = self._out_buffer(out, (nu, nu) if single else (Q.shape[0], nu, nu), "mass_matrix")
+        res, _ = self._call("mass_matrix", Q, U, np.zeros((Q.shape[0], 1)), nu * nu,
+                            None if out is None else out.reshape(Q.shape[0], nu * nu))
+        return out if out is not None else self._out(single, res.reshape(-1, nu, nu))
 
     def minv_times(self, q, v) -> np.ndarray:
         """M(Q)^-1 v by the ATBI factorization (forward dynamics with U = 0, no gravity, T = v)."""
