@@ -1,7 +1,9 @@
-"""symgen vs Pinocchio, side by side in one process (speed lives here, never in the tests).
+"""symgen vs Pinocchio, side by side in one process (speed lives here, never in the tests), plus the
+optional plain-C sections: symgen's C from a C main(), Pinocchio's C++ and MuJoCo.
 
     python benchmarks/vs_pinocchio.py [--robots arm6 arm7 quadruped:floating humanoid:floating ...]
-                                      [--n 10000] [--rounds 7] [--json results.json]
+                                      [--n 10000] [--single 10000] [--rounds 7]
+                                      [--c] [--mujoco] [--pin-cpp] [--all] [--json results.json]
 
 A robot is a URDF path or a name in examples/models/; ``:floating`` gives it a floating base.
 
@@ -16,8 +18,26 @@ state for batches).  Rows:
 * ``jac`` one frame Jacobian (the last link; ``pin.computeFrameJacobian``)
 
 Columns: ``py1`` one call from Python per state, ``batch`` one symgen call for ``--n`` states (per state),
-Pinocchio one call from Python; ratio = symgen / Pinocchio.  Not measured yet (issue 6): the plain-C harness
-against Pinocchio's C++ API, and MuJoCo.
+Pinocchio one call from Python; ratio = symgen / Pinocchio.
+
+Optional sections (each is also a script of its own; see its docstring):
+
+* ``--c``        ``benchmarks/c_bench/run.py``: the generated C called from a plain C main(), one call per
+  state (µs per state; the state-0 outputs are checked against the Python call to 1e-12);
+* ``--mujoco``   ``benchmarks/mujoco_peer.py``: MuJoCo's ``mj_forward``, ``mj_inverse`` and the dense mass
+  matrix (kinematics, comPos, makeM, fullM), timed from C against the wheel's libmujoco (from Python if
+  that is not possible; the summary then says ``MuJoCo py``), checked against symgen to 1e-8;
+* ``--pin-cpp``  ``benchmarks/pin_cpp/run.py``: Pinocchio's C++ ``aba``, ``rnea``, ``crba`` (compiling it takes
+  about 3 minutes the first time; the binary is reused afterwards);
+* ``--all``      all three.
+
+Each runs with the same ``--robots``, ``--n`` and ``--rounds``.  Then a summary table per robot, rows
+fd / id / M, columns symgen C (``--c``), symgen batch (this script), pin C++ (``--pin-cpp``), MuJoCo C
+(``--mujoco``), the ratio symgen C / min(pin C++, MuJoCo C) over the peers that ran, and symgen batch /
+pin C++; a dash where a section did not run or was skipped.  ``--json`` holds every section (``robots``, ``c_bench``, ``mujoco``,
+``pin_cpp``) and the ``summary``.  c_bench and MuJoCo use ``bench_common.states``: the same seed and draws as
+this script, so the same states for arm6 and arm7 (in general up to Pinocchio's joint order and, for a
+floating base, the rotation of the base velocity); Pinocchio's C++ draws its own random states.
 """
 from __future__ import annotations
 
@@ -33,16 +53,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_common import DEFAULT_ROBOTS, load_script, parse_robot  # noqa: E402
 
-
-def _robot_path(name: str) -> Path:
-    p = Path(name)
-    if p.suffix == ".urdf" and p.exists():
-        return p
-    cand = ROOT / "examples" / "models" / f"{name}.urdf"
-    if cand.exists():
-        return cand
-    raise SystemExit(f"vs_pinocchio: no robot {name!r} (give a .urdf path or a name in examples/models/)")
+#: summary rows: (row, c_bench key, pin C++ key, MuJoCo key)
+SUMMARY_ROWS = (("fd", "fd", "aba", "forward"), ("id", "id", "rnea", "inverse"), ("M", "M", "crba", "M"))
 
 
 def _per_call(fn, reps: int) -> float:
@@ -116,20 +131,64 @@ def _c_size_kb(path: Path, floating: bool) -> float:
     return sum(len(t) for f, t in files.items() if f.endswith((".c", ".h"))) / 1024
 
 
+def summary(results: dict) -> dict:
+    """{robot: {row: {symgen_C, symgen_batch, pin_cpp, mujoco, ratio}}} from whatever sections ran (None where
+    a number is missing); ratio = symgen C / min(pin C++, MuJoCo); ratio_batch = symgen batch / pin C++."""
+    out = {}
+    for res in results["robots"]:
+        spec = res["spec"]
+        c, pc, mj = (results.get(k, {}).get(spec) for k in ("c_bench", "pin_cpp", "mujoco"))
+        rows = {}
+        for row, ck, pk, mk in SUMMARY_ROWS:
+            r = {"symgen_C": c[ck] if c else None, "symgen_batch": res["rows"][row]["batch"],
+                 "pin_cpp": pc[pk] if pc else None, "mujoco": mj[mk] if mj else None,
+                 "mujoco_timed_in": mj["timed_in"] if mj else None}
+            peers = [x for x in (r["pin_cpp"], r["mujoco"]) if x is not None]
+            r["ratio"] = r["symgen_C"] / min(peers) if peers and r["symgen_C"] is not None else None
+            r["ratio_batch"] = r["symgen_batch"] / r["pin_cpp"] if r["pin_cpp"] else None
+            rows[row] = r
+        out[spec] = rows
+    return out
+
+
+def print_summary(summ: dict) -> None:
+    def cell(x, w=12, f="{:.2f}"):
+        return f"{'-' if x is None else f.format(x):>{w}}"
+
+    mj_where = {r["mujoco_timed_in"] for rows in summ.values() for r in rows.values() if r["mujoco_timed_in"]}
+    mj_label = "MuJoCo C" if mj_where <= {"C"} else "MuJoCo py" if mj_where == {"python"} else "MuJoCo C/py"
+    print("\nSummary: median us per state / call; ratio = symgen C / min(pin C++, MuJoCo); "
+          "batch/pin = symgen batch / pin C++")
+    for spec, rows in summ.items():
+        print(f"\n{spec}")
+        print(f"{'':4} {'symgen C':>12} {'symgen batch':>12} {'pin C++':>12} {mj_label:>12} {'ratio':>12} {'batch/pin':>12}")
+        for row, r in rows.items():
+            print(f"{row:4} {cell(r['symgen_C'])} {cell(r['symgen_batch'])} {cell(r['pin_cpp'])} {cell(r['mujoco'])} "
+                  f"{cell(r['ratio'])} {cell(r['ratio_batch'])}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--robots", nargs="+", default=["arm6", "arm7", "quadruped:floating", "humanoid:floating"],
+    ap.add_argument("--robots", nargs="+", default=DEFAULT_ROBOTS,
                     help="URDF paths or names in examples/models/, with ':floating' for a floating base")
     ap.add_argument("--n", type=int, default=10000, help="states per batch (default 10000)")
     ap.add_argument("--single", type=int, default=10000, help="single calls per round (default 10000)")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median; default 7)")
+    ap.add_argument("--c", action="store_true", help="also time symgen's C from a plain C main (c_bench/run.py)")
+    ap.add_argument("--mujoco", action="store_true", help="also time MuJoCo (mujoco_peer.py)")
+    ap.add_argument("--pin-cpp", action="store_true",
+                    help="also time Pinocchio's C++ (pin_cpp/run.py; about 3 min to build the first time)")
+    ap.add_argument("--all", action="store_true", help="--c --mujoco --pin-cpp")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
+    if args.all:
+        args.c = args.mujoco = args.pin_cpp = True
     results = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
                "python": platform.python_version(), "robots": []}
-    for r in args.robots:
-        name, _, mode = r.partition(":")
-        res = bench_robot(_robot_path(name), mode == "floating", args.n, args.rounds, args.single)
+    for spec in args.robots:
+        path, floating = parse_robot(spec)
+        res = bench_robot(path, floating, args.n, args.rounds, args.single)
+        res["spec"] = spec
         results["robots"].append(res)
         print(f"\n{res['robot']} ({'floating' if res['floating'] else 'fixed'} base, nQ={res['nq']}, nU={res['nu']}, "
               f"{res['bodies']} bodies; build {res['build_s']:.2f} s; {res['c_kB']:.0f} kB of C)")
@@ -137,6 +196,15 @@ def main(argv=None) -> int:
         for name, m in res["rows"].items():
             print(f"{name:5} {m['py1']:11.2f} {m['batch']:13.2f} {m['pin']:9.2f} {m['ratio_py1']:10.2f} "
                   f"{m['ratio_batch']:12.2f}")
+    sections = (("c", "c_bench", "c_bench/run.py"), ("mujoco", "mujoco", "mujoco_peer.py"),
+                ("pin_cpp", "pin_cpp", "pin_cpp/run.py"))
+    for flag, key, script in sections:
+        if getattr(args, flag):
+            print(f"\n== {script}", flush=True)
+            mod = load_script(script, f"symgen_bench_{key}")
+            results[key] = mod.run(args.robots, args.n, args.rounds)
+    results["summary"] = summary(results)
+    print_summary(results["summary"])
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

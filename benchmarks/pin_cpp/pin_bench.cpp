@@ -1,24 +1,34 @@
-// Pinocchio C++ timing: aba, rnea, crba on a model built by models.hpp (written by run.py). Median us per call.
+// Pinocchio C++ timing: aba, rnea, crba on a model built by models.hpp (written by run.py).
+// Usage: pin_bench ROBOT [N=10000] [ROUNDS=7]; ROBOT is a robot spec known to models.hpp's build_model().
+// Prints "<algorithm> <median> <min>" in microseconds per call over ROUNDS rounds of N random states
+// (pinocchio::randomConfiguration in [-2, 2], v and tau uniform in [-1, 1]), after one warm-up pass.
 #include <pinocchio/multibody.hpp>
 #include <pinocchio/algorithm/aba.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/algorithm/crba.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
-#include <chrono>
-#include <cstring>
-#include "models.hpp"
-#include <cstdio>
-#include <vector>
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+#include "models.hpp"
+
 int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s ROBOT [N] [ROUNDS]\n", argv[0]);
+    return 2;
+  }
   pinocchio::Model model;
-  if (!std::strcmp(argv[1], "arm6")) build_arm6(model);
-  else if (!std::strcmp(argv[1], "arm7")) build_arm7(model);
-  else if (!std::strcmp(argv[1], "quadruped")) build_quadruped(model);
-  else build_humanoid(model);
+  if (!build_model(argv[1], model)) {
+    std::fprintf(stderr, "pin_bench: no robot %s in models.hpp\n", argv[1]);
+    return 2;
+  }
+  const int N = argc > 2 ? std::atoi(argv[2]) : 10000, rounds = argc > 3 ? std::atoi(argv[3]) : 7;
+  if (N < 1 || rounds < 1) return 2;
 
   pinocchio::Data data(model);
-  const int N = 10000;
   std::vector<Eigen::VectorXd> q(N), v(N), tau(N);
   Eigen::VectorXd lo = Eigen::VectorXd::Constant(model.nq, -2.0), hi = Eigen::VectorXd::Constant(model.nq, 2.0);
   for (int i = 0; i < N; ++i) {
@@ -26,20 +36,22 @@ int main(int argc, char **argv) {
     v[i] = Eigen::VectorXd::Random(model.nv); tau[i] = Eigen::VectorXd::Random(model.nv);
   }
   const char *names[3] = {"aba", "rnea", "crba"};
-  for (int a = 0; a < 3; ++a) {
-    std::vector<double> per;
-    for (int r = 0; r < 7; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < N; ++i) {
-        if (a == 0) pinocchio::aba(model, data, q[i], v[i], tau[i]);
-        else if (a == 1) pinocchio::rnea(model, data, q[i], v[i], tau[i]);
-        else pinocchio::crba(model, data, q[i]);
-      }
-      auto t1 = std::chrono::steady_clock::now();
-      per.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / N);
+  auto pass = [&](int a) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < N; ++i) {
+      if (a == 0) pinocchio::aba(model, data, q[i], v[i], tau[i]);
+      else if (a == 1) pinocchio::rnea(model, data, q[i], v[i], tau[i]);
+      else pinocchio::crba(model, data, q[i]);
     }
+    auto t1 = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::micro>(t1 - t0).count() / N;
+  };
+  for (int a = 0; a < 3; ++a) {
+    pass(a);  // warm-up
+    std::vector<double> per;
+    for (int r = 0; r < rounds; ++r) per.push_back(pass(a));
     std::sort(per.begin(), per.end());
-    std::printf("%s %.3f\n", names[a], per[3]);
+    std::printf("%s %.6f %.6f\n", names[a], 0.5 * (per[(rounds - 1) / 2] + per[rounds / 2]), per[0]);
   }
   return 0;
 }

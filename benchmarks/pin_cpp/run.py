@@ -1,36 +1,60 @@
 """Pinocchio's own C++ (aba, rnea, crba), built from the `pin` wheel's headers, on the benchmark robots.
 
     pip install cmeel-eigen            # Eigen headers (the pin wheel ships Pinocchio's and Boost's, not Eigen's)
-    python benchmarks/pin_cpp/run.py   # writes models.hpp, compiles pin_bench (about 3 minutes), runs it
+    python benchmarks/pin_cpp/run.py [--robots arm6 arm7 quadruped:floating humanoid:floating ...]
+                                     [--n 10000] [--rounds 7] [--json results.json]
+
+A robot is a URDF path or a name in examples/models/; ``:floating`` gives it a free-flyer root.
 
 The wheel has neither the URDF parser's nor the serialization headers, so this script loads each URDF with
-Pinocchio in Python and writes C++ that rebuilds the same model through addJoint / appendBodyToJoint.
-Prints the median µs per call over 7 rounds of 10^4 random states.  Skips cleanly when a piece is missing.
+Pinocchio in Python and writes ``models.hpp``: C++ that rebuilds the same models through addJoint /
+appendBodyToJoint, plus ``build_model(robot, model)``.  It always holds the default robots plus the requested
+ones, so the usual runs share one binary.  ``pin_bench.cpp`` includes it; compiling ``pin_bench`` takes about
+3 minutes (g++ -O3 -DNDEBUG), so an existing binary is reused while ``models.hpp``, ``pin_bench.cpp`` and the
+compile command are unchanged (their hash is kept in ``pin_bench.stamp``).
+
+``pin_bench ROBOT N ROUNDS`` draws its own N random states (``randomConfiguration`` in [-2, 2], v and tau
+uniform in [-1, 1]), warms up, times ``--rounds`` rounds of each algorithm in turn and reports the median
+(and minimum) µs per call.  Skips cleanly (message, exit 0) when Pinocchio, its or Eigen's headers, or a C++
+compiler are missing.
+
+From Python: ``run(robots, n, rounds) -> {robot: {"aba", "rnea", "crba" (median µs), "aba_min", ...}}``
+({} when skipped).
 """
 from __future__ import annotations
 
+import argparse
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROBOTS = [("arm6", False), ("arm7", False), ("quadruped", True), ("humanoid", True)]
+sys.path.insert(0, str(HERE.parent))
+from bench_common import DEFAULT_ROBOTS, parse_robot, slug  # noqa: E402
+
+ALGORITHMS = ("aba", "rnea", "crba")
 SUPPORTED = {"JointModelRX", "JointModelRY", "JointModelRZ", "JointModelRUBX", "JointModelRUBY", "JointModelRUBZ",
              "JointModelPX", "JointModelPY", "JointModelPZ", "JointModelFreeFlyer"}
 
 
-def models_hpp(pin) -> str:
-    out = []
-    for name, floating in ROBOTS:
-        path = HERE.parents[1] / "examples" / "models" / f"{name}.urdf"
+def models_hpp(pin, robots) -> str:
+    out, dispatch, used = [], [], set()
+    for spec in robots:
+        path, floating = parse_robot(spec)
+        fn = f"build_{slug(spec)}"
+        while fn in used:
+            fn += "_"
+        used.add(fn)
         m = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(str(path))
-        L = [f"static void build_{name}(pinocchio::Model &model) {{",
+        L = [f"static void {fn}(pinocchio::Model &model) {{",
              "  using namespace pinocchio; Eigen::Matrix3d R, I; Eigen::Vector3d p, c; JointIndex j;"]
         for jid in range(1, m.njoints):
             sn = m.joints[jid].shortname()
             if sn not in SUPPORTED:
-                raise SystemExit(f"pin_cpp: joint type {sn} of {name} is not handled by this generator")
+                raise SystemExit(f"pin_cpp: joint type {sn} of {spec} is not handled by this generator")
             M, In = m.jointPlacements[jid], m.inertias[jid]
             L.append("  R << " + ", ".join(f"{x:.17g}" for x in M.rotation.ravel()) + "; p << "
                      + ", ".join(f"{x:.17g}" for x in M.translation) + ";")
@@ -39,35 +63,93 @@ def models_hpp(pin) -> str:
                      + ", ".join(f"{x:.17g}" for x in In.inertia.ravel()) + ";")
             L.append(f"  model.appendBodyToJoint(j, Inertia({In.mass:.17g}, c, I), SE3::Identity());")
         out.append("\n".join(L + ["}"]))
-    return "\n\n".join(out) + "\n"
+        dispatch.append(f'  if (robot == {json.dumps(spec)}) {{ {fn}(model); return true; }}')
+    out.append("\n".join(["static bool build_model(const std::string &robot, pinocchio::Model &model) {",
+                          *dispatch, "  return false;", "}"]))
+    return "// Written by run.py; do not edit.\n#include <string>\n\n" + "\n\n".join(out) + "\n"
 
 
-def main() -> int:
+def _toolchain(verbose=True):
+    """(pinocchio module, prefix, include dir, C++ compiler) or None (with a message) when a piece is missing."""
     try:
         import pinocchio as pin
     except ImportError:
-        print("pin_cpp: pinocchio is not installed; skipped")
-        return 0
+        print("pin_cpp: pinocchio is not installed (pip install pin); skipped")
+        return None
     prefix = Path(pin.__file__).resolve().parents[4]  # .../cmeel.prefix
     inc = prefix / "include"
     if not (inc / "pinocchio").exists() or not (inc / "eigen3" / "Eigen").exists():
         print(f"pin_cpp: Pinocchio or Eigen headers not under {inc} (pip install cmeel-eigen); skipped")
-        return 0
+        return None
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         print("pin_cpp: no C++ compiler; skipped")
-        return 0
-    (HERE / "models.hpp").write_text(models_hpp(pin))
+        return None
+    return pin, prefix, inc, cxx
+
+
+def build(robots, verbose: bool = True):
+    """Write models.hpp (when its text changes) and compile pin_bench (when anything changed); returns the
+    binary's path, or None when skipped."""
+    tc = _toolchain(verbose)
+    if tc is None:
+        return None
+    pin, prefix, inc, cxx = tc
+    wanted = list(dict.fromkeys(DEFAULT_ROBOTS + list(robots)))
+    text = models_hpp(pin, wanted)
+    hpp = HERE / "models.hpp"
+    if not hpp.exists() or hpp.read_text() != text:
+        hpp.write_text(text)
     exe = HERE / "pin_bench"
     cmd = [cxx, "-O3", "-DNDEBUG", "-std=c++17", "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS",
            "-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30", "-DBOOST_FUSION_INVOKE_MAX_ARITY=12",
            f"-I{inc}", f"-I{inc / 'eigen3'}", str(HERE / "pin_bench.cpp"), "-o", str(exe), f"-L{prefix / 'lib'}",
            "-lpinocchio_default", f"-Wl,-rpath,{prefix / 'lib'}"]
-    print("compiling Pinocchio's C++ benchmark (about 3 minutes)...", flush=True)
+    key = hashlib.sha256("\0".join([*cmd, pin.__version__, text, (HERE / "pin_bench.cpp").read_text()]).encode())
+    stamp = HERE / "pin_bench.stamp"
+    if exe.exists() and stamp.exists() and stamp.read_text() == key.hexdigest():
+        if verbose:
+            print("pin_cpp: reusing pin_bench (models.hpp, pin_bench.cpp and the command are unchanged)", flush=True)
+        return exe
+    if verbose:
+        print("pin_cpp: compiling Pinocchio's C++ benchmark (about 3 minutes)...", flush=True)
+    stamp.unlink(missing_ok=True)
     subprocess.run(cmd, check=True)
-    for name, _ in ROBOTS:
-        out = subprocess.run([str(exe), name], capture_output=True, text=True, check=True).stdout
-        print(name, " ".join(f"{k}={v} us" for k, v in (line.split() for line in out.splitlines())))
+    stamp.write_text(key.hexdigest())
+    return exe
+
+
+def run(robots=None, n: int = 10000, rounds: int = 7, verbose: bool = True) -> dict:
+    """Time Pinocchio's C++ aba / rnea / crba on every robot: {robot: {"aba", "rnea", "crba", "*_min"}} in µs
+    per call ({} when skipped)."""
+    robots = list(robots or DEFAULT_ROBOTS)
+    exe = build(robots, verbose)
+    if exe is None:
+        return {}
+    results = {}
+    for spec in robots:
+        out = subprocess.run([str(exe), spec, str(n), str(rounds)], capture_output=True, text=True, check=True).stdout
+        r = {}
+        for line in out.splitlines():
+            k, med, lo = line.split()
+            r[k], r[f"{k}_min"] = float(med), float(lo)
+        results[spec] = r
+        if verbose:
+            print(f"pin_cpp {spec:22} " + "  ".join(f"{k} {r[k]:7.3f}" for k in ALGORITHMS) + "  us/call", flush=True)
+    return results
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--robots", nargs="+", default=DEFAULT_ROBOTS,
+                    help="URDF paths or names in examples/models/, with ':floating' for a floating base")
+    ap.add_argument("--n", type=int, default=10000, help="random states (default 10000)")
+    ap.add_argument("--rounds", type=int, default=7, help="rounds (median; default 7)")
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args(argv)
+    results = run(args.robots, args.n, args.rounds)
+    if results and args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
 
 

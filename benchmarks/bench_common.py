@@ -1,0 +1,66 @@
+"""Shared by the benchmark scripts: robot names, random states, and loading the sibling scripts by path.
+
+A robot is a URDF path or a name in examples/models/, optionally with ``:floating`` for a floating base
+(``arm6``, ``quadruped:floating``, ``path/to/robot.urdf:floating``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import statistics
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+DEFAULT_ROBOTS = ["arm6", "arm7", "quadruped:floating", "humanoid:floating"]
+
+
+def parse_robot(spec: str) -> tuple[Path, bool]:
+    """(URDF path, floating base) of a robot spec ``name[:floating]``."""
+    name, sep, mode = spec.rpartition(":")
+    if not sep or mode != "floating":
+        name, mode = spec, ""
+    p = Path(name)
+    if p.suffix == ".urdf" and p.exists():
+        return p.resolve(), mode == "floating"
+    cand = ROOT / "examples" / "models" / f"{name}.urdf"
+    if cand.exists():
+        return cand, mode == "floating"
+    raise SystemExit(f"benchmarks: no robot {name!r} (give a .urdf path or a name in examples/models/)")
+
+
+def slug(spec: str) -> str:
+    """A file-name / C-identifier-safe name of a robot spec (``quadruped:floating`` -> ``quadruped_floating``)."""
+    path, floating = parse_robot(spec)
+    s = re.sub(r"\W", "_", path.stem)
+    return (s if s[:1].isalpha() else f"r_{s}") + ("_floating" if floating else "")
+
+
+def states(mb, n: int, seed: int = 0):
+    """The benchmark states (Q, U, T): Q uniform in [-2, 2] then sanitized, U and T standard normal, drawn in
+    this order from ``default_rng(seed)``.  vs_pinocchio.py draws Q, V, TAU in the same order and maps them
+    through Pinocchio's joint order (and, for a floating base, rotates the base velocity), so for arm6 and
+    arm7 its states are exactly these."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    Q = mb.sanitize(rng.uniform(-2.0, 2.0, (n, mb.nq)))
+    U = rng.normal(size=(n, mb.nu))
+    T = rng.normal(size=(n, mb.nu))
+    return np.ascontiguousarray(Q), U, T
+
+
+def median(xs) -> float:
+    return statistics.median(xs)
+
+
+def load_script(relpath: str, name: str):
+    """Import a benchmark script by its path under benchmarks/ (they are scripts, not a package)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BENCH / relpath)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
