@@ -4,7 +4,8 @@ For one kernel (a matrix of expressions in a hinge's symbols) :func:`emit_kernel
 function with the fixed signature ``(const double *q, const double *u, const double *p, double *out)``:
 
 1. trig hoisting: each ``sin(a)`` / ``cos(a)`` becomes a named constant computed once
-   (``s_q0 = sin(q[0])``);
+   (``s_q0 = sin(q[0])``); a sine and cosine of the same angle come from one ``sg_sincos`` call (one
+   shared range reduction, ``templates/helpers/sincos.c.jinja``);
 2. one joint common-subexpression pass (``sympy.cse``) over all outputs of the kernel;
 3. zeros and constants folded: an output that is a number is written as a literal;
 4. printing with :class:`SgCPrinter` (C99, ``q_i -> q[i]``, ``u_i -> u[i]``, ``P_ij -> p[6 i + j]``,
@@ -147,8 +148,18 @@ def emit_statements(exprs, slots, out_name="out", out_offset=0, temp_prefix="t")
                            symbols=sp.numbered_symbols(temp_prefix, real=True), order="none")
     printer = SgCPrinter(slots)
     lines, helpers = [], set()
+    pairs = {}                                   # arg -> {sin: sym, cos: sym}
     for sym, value in trig_defs:
-        lines.append(f"const double {sym.name} = {printer.doprint(value)};")
+        pairs.setdefault(value.args[0], {})[type(value)] = sym
+    for arg, fs in pairs.items():
+        if len(fs) == 2:                         # both: one shared range reduction (helpers/sincos)
+            s_, c_ = fs[sp.sin], fs[sp.cos]
+            lines.append(f"double {s_.name}, {c_.name};")
+            lines.append(f"sg_sincos({printer.doprint(arg)}, &{s_.name}, &{c_.name});")
+            helpers.add("sincos")
+        else:
+            for fn, sym in fs.items():
+                lines.append(f"const double {sym.name} = {printer.doprint(fn(arg))};")
     for sym, value in repl:
         lines.append(f"const double {sym.name} = {printer.doprint(value)};")
     values = dict(zip(nonconst, reduced))
@@ -376,8 +387,25 @@ def kernel_structure(h: Hinge) -> dict:
     def consts(M):
         return [float(e) if e.is_number else None for e in M]
 
+    def aliases(M):
+        """[j, +1 / -1] where entry i is entry j (j < i) or its negative, else None: a PIN's X[10] is its
+        X[0] (cos) and X[8] is -X[6] (sin), which the tracer needs to see one rotation angle."""
+        out, seen = [], {}
+        for i, e in enumerate(M):
+            hit = None
+            if not e.is_number:
+                if e in seen:
+                    hit = [seen[e], 1]
+                elif -e in seen:
+                    hit = [seen[-e], -1]
+                else:
+                    seen[e] = i
+            out.append(hit)
+        return out
+
     return {"transform": consts(h.transform), "coord_map": consts(h.coord_map),
-            "coord_map_dot": consts(h.coord_map_dot)}
+            "coord_map_dot": consts(h.coord_map_dot), "transform_alias": aliases(h.transform),
+            "coord_map_alias": aliases(h.coord_map), "coord_map_dot_alias": aliases(h.coord_map_dot)}
 
 
 def _traced_dynamics(model, layout, slugs, index, nu, inertia) -> dict:
@@ -397,7 +425,8 @@ def _traced_dynamics(model, layout, slugs, index, nu, inertia) -> dict:
             on_R=[float(x) for x in np.asarray(b.onode.R, float).ravel()], on_l=[float(x) for x in b.onode.xyz],
             pinv_R=[float(x) for x in np.asarray(pinv.R, float).ravel()], pinv_l=[float(x) for x in pinv.xyz],
             M=[[float(x) for x in row] for row in inertia[k]],
-            X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"]))
+            X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"],
+            X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"]))
     out = {}
     for key, fn in (("fd_traced", soa.atbi), ("id_traced", soa.rnea), ("mm_traced", soa.crba)):
         if key == "mm_traced" and soa.crba_steps(bodies) > soa.CRBA_UNROLL_LIMIT:

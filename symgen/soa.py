@@ -52,6 +52,9 @@ class BodyInfo:
     X_const: list          # 16 entries of the hinge transform: float if constant, None if runtime
     H_const: list          # 6 x nU coord map (row-major), same
     Hd_const: list         # 6 x nU coord map derivative, same
+    X_alias: list = None   # per entry: [j, sign] when it equals sign * entry j (emit.kernel_structure), else None
+    H_alias: list = None
+    Hd_alias: list = None
 
 
 # ---- spatial algebra on traced scalars --------------------------------------------------------------
@@ -106,15 +109,71 @@ def matvec(T, A, x):
     return [_dot(T, row, x) for row in A]
 
 
+def axis_rotation(T, R):
+    """(k, c, s) when R (row-major 3x3) turns about body axis k: row and column k are e_k and the block on the
+    other two axes (a, b) = (k + 1, k + 2) mod 3 is [[c, -s], [s, c]] in traced values (a PIN about x, y
+    or z whose onode and pnode do not rotate).  None otherwise."""
+    for k in range(3):
+        a, b = (k + 1) % 3, (k + 2) % 3
+        fixed = [R[3 * k + j] for j in (a, b)] + [R[3 * j + k] for j in (a, b)]
+        if not (isinstance(R[4 * k], float) and R[4 * k] == 1.0 and all(isinstance(x, float) and x == 0.0 for x in fixed)):
+            continue
+        c, s = R[4 * a], R[3 * b + a]
+        if isinstance(c, Val) and isinstance(s, Val) and R[4 * b] is c and R[3 * a + b] is T.neg(s):
+            return k, c, s
+    return None
+
+
+def rotate_block(T, rot, A, symmetric=False):
+    """R A R^T for R = axis_rotation (k, c, s) and a 3x3 block A (row-major): the axis row and column turn
+    like vectors; on the (a, b) plane the symmetric part turns by the double angle (cos 2q = c^2 - s^2,
+    sin 2q = 2 c s) and the antisymmetric part does not turn.  About half the products of R A R^T."""
+    k, c, s = rot
+    a, b = (k + 1) % 3, (k + 2) % 3
+    C2h = T.dot([(0.5, T.mul(c, c)), (-0.5, T.mul(s, s))])          # cos(2q) / 2
+    S2h = T.mul(c, s)                                               # sin(2q) / 2
+    at = lambda i, j: A[3 * i + j]  # noqa: E731
+    out = [None] * 9
+    out[4 * k] = at(k, k)
+    out[3 * a + k] = T.dot([(c, at(a, k)), (-1.0, T.mul(s, at(b, k)))])
+    out[3 * b + k] = T.dot([(s, at(a, k)), (c, at(b, k))])
+    if symmetric:
+        out[3 * k + a], out[3 * k + b] = out[3 * a + k], out[3 * b + k]
+    else:
+        out[3 * k + a] = T.dot([(c, at(k, a)), (-1.0, T.mul(s, at(k, b)))])
+        out[3 * k + b] = T.dot([(s, at(k, a)), (c, at(k, b))])
+    diff = T.dot([(1.0, at(a, a)), (-1.0, at(b, b))])
+    ssum = T.dot([(1.0, at(a, b)), (1.0, at(b, a))])
+    mean = T.dot([(0.5, at(a, a)), (0.5, at(b, b))])
+    e = T.dot([(diff, C2h), (-1.0, T.mul(ssum, S2h))])
+    g = T.dot([(diff, S2h), (ssum, C2h)])
+    out[4 * a] = T.add(mean, e)
+    out[4 * b] = T.dot([(1.0, mean), (-1.0, e)])
+    if symmetric:
+        out[3 * a + b] = out[3 * b + a] = g
+    else:
+        w = T.dot([(0.5, at(a, b)), (-0.5, at(b, a))])
+        out[3 * a + b], out[3 * b + a] = T.add(g, w), T.dot([(1.0, g), (-1.0, w)])
+    return out
+
+
+def _rotate(T, R, A, symmetric=False):
+    """R A R^T (row-major 3x3 lists), by rotate_block when R turns about a body axis."""
+    rot = axis_rotation(T, R)
+    if rot is not None:
+        return rotate_block(T, rot, A, symmetric)
+    Rt = [R[3 * j + i] for i in range(3) for j in range(3)]
+    return _mat3(T, _mat3(T, R, A), Rt)
+
+
 def phi_sym(T, R, l, P):
     """phi P phi^T for symmetric P = [[A, B], [B^T, C]] (3x3 blocks): rotate each block (R A R^T, ...),
     then shift by l~: [[Ar + l~ Br^T - Br l~ - l~ Cr l~, Br + l~ Cr], [., Cr]].  Symmetric result, each
     entry computed once."""
     blk = lambda r, c: [P[r + i][c + j] for i in range(3) for j in range(3)]  # noqa: E731
-    Rt = [R[3 * j + i] for i in range(3) for j in range(3)]
-    Ar = _mat3(T, _mat3(T, R, blk(0, 0)), Rt)
-    Br = _mat3(T, _mat3(T, R, blk(0, 3)), Rt)
-    Cr = _mat3(T, _mat3(T, R, blk(3, 3)), Rt)
+    Ar = _rotate(T, R, blk(0, 0), symmetric=True)
+    Br = _rotate(T, R, blk(0, 3))
+    Cr = _rotate(T, R, blk(3, 3), symmetric=True)
     L = [0.0, -l[2], l[1], l[2], 0.0, -l[0], -l[1], l[0], 0.0]
     LC = _mat3(T, L, Cr)                   # l~ Cr
     BL = _mat3(T, Br, L)                   # Br l~
@@ -134,10 +193,22 @@ def phi_sym(T, R, l, P):
 # ---- per-body kinematics ------------------------------------------------------------------------------
 
 def _hinge_values(T, b: BodyInfo):
+    """The hinge kernel outputs as the tracer sees them: constants, array entries, and entries that are
+    another entry (or its negative) as that same value."""
+    def pick(consts, alias, arr):
+        vals = []
+        for i, c in enumerate(consts):
+            a = alias[i] if alias else None
+            if c is not None:
+                vals.append(c)
+            elif a is not None:
+                vals.append(vals[a[0]] if a[1] > 0 else T.neg(vals[a[0]]))
+            else:
+                vals.append(T.input(f"{arr}[{i}]", array=arr))
+        return vals
     k = b.k
-    pick = lambda consts, arr: [c if c is not None else T.input(f"{arr}[{i}]", array=arr)  # noqa: E731
-                                for i, c in enumerate(consts)]
-    return pick(b.X_const, f"X{k}"), pick(b.H_const, f"H{k}"), pick(b.Hd_const, f"Hd{k}")
+    return (pick(b.X_const, b.X_alias, f"X{k}"), pick(b.H_const, b.H_alias, f"H{k}"),
+            pick(b.Hd_const, b.Hd_alias, f"Hd{k}"))
 
 
 def joint(T, b: BodyInfo):
@@ -331,13 +402,13 @@ def rigid_phi(T, R, l, m, h, J):
     """phi (m, h, J) phi^T for X_AB = (R, l), kept rigid (10 numbers instead of a 6x6):
     h_A = R h + m l;  J_A = R J R^T + m (|l|^2 1 - l l^T) + 2 (l . R h) 1 - l (R h)^T - (R h) l^T."""
     hr = [_dot(T, R[3 * i:3 * i + 3], h) for i in range(3)]
-    RJ = _mat3(T, R, [x for row in J for x in row])
+    Jr = _rotate(T, R, [x for row in J for x in row], symmetric=True)
     ll = _dot(T, l, l)
     lh = _dot(T, l, hr)
     Jn = [[None] * 3 for _ in range(3)]
     for i in range(3):
         for j in range(i, 3):
-            pairs = list(zip(RJ[3 * i:3 * i + 3], R[3 * j:3 * j + 3]))
+            pairs = [(1.0, Jr[3 * i + j])]
             pairs += [(-m, T.mul(l[i], l[j])), (-1.0, T.mul(l[i], hr[j])), (-1.0, T.mul(hr[i], l[j]))]
             if i == j:
                 pairs += [(m, ll), (2.0, lh)]
