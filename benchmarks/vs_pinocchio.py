@@ -183,8 +183,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.all:
         args.c = args.mujoco = args.pin_cpp = True
+    from symgen.build import OPT_FLAGS
+
     results = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-               "python": platform.python_version(), "robots": []}
+               "python": platform.python_version(), "symgen_flags": list(OPT_FLAGS), "robots": []}
     for spec in args.robots:
         path, floating = parse_robot(spec)
         res = bench_robot(path, floating, args.n, args.rounds, args.single)

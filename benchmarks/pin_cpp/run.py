@@ -11,7 +11,9 @@ Pinocchio in Python and writes ``models.hpp``: C++ that rebuilds the same models
 appendBodyToJoint, plus ``build_model(robot, model)``.  It always holds the default robots plus the requested
 ones, so the usual runs share one binary.  ``pin_bench.cpp`` includes it; compiling ``pin_bench`` takes about
 3 minutes (g++ -O3 -DNDEBUG), so an existing binary is reused while ``models.hpp``, ``pin_bench.cpp`` and the
-compile command are unchanged (their hash is kept in ``pin_bench.stamp``).
+compile command are unchanged (their hash is kept in ``pin_bench.stamp``).  With ``SYMGEN_MARCH_NATIVE=1`` (the
+opt-in that adds ``-march=native`` to symgen's modules) it builds and runs ``pin_bench_native`` with
+``-march=native`` too, so both sides of the comparison get the same flags.
 
 ``pin_bench ROBOT N ROUNDS`` draws its own N random states (``randomConfiguration`` in [-2, 2], v and tau
 uniform in [-1, 1]), warms up, times ``--rounds`` rounds of each algorithm in turn and reports the median
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -100,13 +103,14 @@ def build(robots, verbose: bool = True):
     hpp = HERE / "models.hpp"
     if not hpp.exists() or hpp.read_text() != text:
         hpp.write_text(text)
-    exe = HERE / "pin_bench"
-    cmd = [cxx, "-O3", "-DNDEBUG", "-std=c++17", "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS",
+    native = os.environ.get("SYMGEN_MARCH_NATIVE") == "1"     # same opt-in as symgen's own modules
+    exe = HERE / ("pin_bench_native" if native else "pin_bench")
+    cmd = [cxx, "-O3", *(["-march=native"] if native else []), "-DNDEBUG", "-std=c++17", "-DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS",
            "-DBOOST_MPL_LIMIT_LIST_SIZE=30", "-DBOOST_MPL_LIMIT_VECTOR_SIZE=30", "-DBOOST_FUSION_INVOKE_MAX_ARITY=12",
            f"-I{inc}", f"-I{inc / 'eigen3'}", str(HERE / "pin_bench.cpp"), "-o", str(exe), f"-L{prefix / 'lib'}",
            "-lpinocchio_default", f"-Wl,-rpath,{prefix / 'lib'}"]
     key = hashlib.sha256("\0".join([*cmd, pin.__version__, text, (HERE / "pin_bench.cpp").read_text()]).encode())
-    stamp = HERE / "pin_bench.stamp"
+    stamp = exe.with_suffix(".stamp")
     if exe.exists() and stamp.exists() and stamp.read_text() == key.hexdigest():
         if verbose:
             print("pin_cpp: reusing pin_bench (models.hpp, pin_bench.cpp and the command are unchanged)", flush=True)
