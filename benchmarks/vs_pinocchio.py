@@ -17,8 +17,9 @@ state for batches).  Rows:
 * ``fk``  poses of all bodies (symgen ``poses`` kernel vs ``framesForwardKinematics``)
 * ``jac`` one frame Jacobian (the last link; ``pin.computeFrameJacobian``)
 
-Columns: ``py1`` one call from Python per state, ``batch`` one symgen call for ``--n`` states (per state),
-Pinocchio one call from Python; ratio = symgen / Pinocchio.
+Columns: ``py1`` one call from Python per state (a new output array each call, as users call it),
+``batch`` one symgen call for ``--n`` states (per state; fd, id and M write into a preallocated ``out=``,
+as Pinocchio writes into its Data), Pinocchio one call from Python; ratio = symgen / Pinocchio.
 
 Optional sections (each is also a script of its own; see its docstring):
 
@@ -84,6 +85,7 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
     QP = np.array([to_pin_q(mb, pm, q) for q in Q])
     U = np.array([u_map(mb, pm, Q[i], floating) @ V[i] for i in range(n)])
     T = np.array([np.linalg.solve(u_map(mb, pm, Q[i], floating).T, TAU[i]) for i in range(n)])
+    OUT_U, OUT_M = np.empty((n, mb.nu)), np.empty((n, mb.nu, mb.nu))   # batches write into preallocated out=
     last = mb.body_names[-1]
     fid = pm.getFrameId(last)
 
@@ -94,11 +96,14 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
         return run
 
     cases = {
-        "fd": (lambda i: mb.forward_dynamics(Q[i], U[i], T[i]), lambda N: mb.forward_dynamics(Q[:N], U[:N], T[:N]),
+        "fd": (lambda i: mb.forward_dynamics(Q[i], U[i], T[i]),
+               lambda N: mb.forward_dynamics(Q[:N], U[:N], T[:N], out=OUT_U[:N]),
                lambda i: pin.aba(pm, pd, QP[i], V[i], TAU[i])),
-        "id": (lambda i: mb.inverse_dynamics(Q[i], U[i], T[i]), lambda N: mb.inverse_dynamics(Q[:N], U[:N], T[:N]),
+        "id": (lambda i: mb.inverse_dynamics(Q[i], U[i], T[i]),
+               lambda N: mb.inverse_dynamics(Q[:N], U[:N], T[:N], out=OUT_U[:N]),
                lambda i: pin.rnea(pm, pd, QP[i], V[i], TAU[i])),
-        "M": (lambda i: mb.mass_matrix(Q[i]), lambda N: mb.mass_matrix(Q[:N]), lambda i: pin.crba(pm, pd, QP[i])),
+        "M": (lambda i: mb.mass_matrix(Q[i]), lambda N: mb.mass_matrix(Q[:N], out=OUT_M[:N]),
+              lambda i: pin.crba(pm, pd, QP[i])),
         "fk": (lambda i: mb._poses(Q[i:i + 1]), lambda N: mb._poses(Q[:N]),
                lambda i: pin.framesForwardKinematics(pm, pd, QP[i])),
         "jac": (lambda i: mb.jacobian(Q[i], last), lambda N: mb.jacobian(Q[:N], last),

@@ -22,6 +22,7 @@ from .numeric import np_jr_inv, np_rotation_log, np_skew
 
 FD_STEP = 1e-6
 _F64 = np.dtype(np.float64)
+_ND = np.ndarray
 
 
 def _skew(v):
@@ -59,6 +60,7 @@ class MultibodyModel:
         self._block = 12 + 12 * self.nu
         self._dummy = self._ffi.from_buffer("double[]", np.zeros(1))
         self._dummy_out = self._ffi.from_buffer("double[]", np.zeros(1), require_writable=True)
+        self._dbl = self._ffi.typeof("double[]")
         self._zero_u = self._ffi.from_buffer("double[]", np.zeros(max(self.nu, 1)))  # mass matrix: U unused
         self._g_buf = self._ffi.from_buffer("double[]", self._gravity)  # sees in-place changes; the setter renews it
         # the single-state fast path needs nQ, nU > 0 (a shape that never matches turns it off)
@@ -298,20 +300,18 @@ class MultibodyModel:
         which assembles p on the C stack); allocates only the output (none with ``out=``) and cffi's pointer
         objects.  Returns None when q, u, middle are not C-contiguous float64 vectors of the right size (the
         general path then converts and checks them)."""
-        nu = self.nu
-        if (type(q) is not np.ndarray or type(u) is not np.ndarray or type(middle) is not np.ndarray
-                or q.dtype is not _F64 or u.dtype is not _F64 or middle.dtype is not _F64
-                or q.shape != self._shape_q or u.shape != self._shape_u or middle.shape != self._shape_u):
+        sq, su = self._shape_q, self._shape_u
+        if not (type(q) is _ND and type(u) is _ND and type(middle) is _ND and q.dtype is _F64 and u.dtype is _F64
+                and middle.dtype is _F64 and q.shape == sq and u.shape == su and middle.shape == su):
             return None
-        fb = self._ffi.from_buffer
+        fb, dbl = self._ffi.from_buffer, self._dbl
         try:                                # from_buffer refuses non-contiguous arrays
-            args = (fb("double[]", q), fb("double[]", u),
-                    self._g_buf if gravity is None else fb("double[]", self._gravity_vector(gravity)),
-                    fb("double[]", middle))
+            pq, pu, pm = fb(dbl, q), fb(dbl, u), fb(dbl, middle)
         except ValueError:
             return None
-        out = np.empty(nu) if out is None else self._out_buffer(out, self._shape_u, kernel)
-        status = self._single_fn[kernel](*args, fb("double[]", out))
+        g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
+        out = np.empty(su) if out is None else self._out_buffer(out, su, kernel)
+        status = self._single_fn[kernel](pq, pu, g, pm, fb(dbl, out))
         if status:
             self._check_status(status, kernel)
         return out
