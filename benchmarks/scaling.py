@@ -1,13 +1,17 @@
-"""Build cost against model size: chains of N bodies (PIN joints about alternating axes).
+"""Build cost: chains of N bodies (PIN joints about alternating axes), and the benchmark robots.
 
-    python benchmarks/scaling.py [--sizes 10 50 200]
+    python benchmarks/scaling.py [--sizes 10 50 200] [--robots arm6 arm7 quadruped:floating humanoid:floating]
+                                 [--json out.json]
 
-Prints, per N, the generated C size (model translation unit plus included hinge kernels) and the cold build
-time (fresh cache: load, generate, compile at -O3, import) and the warm one.
+Prints, per model, the generated C size (model translation unit plus included hinge kernels) and the cold
+build time (``python -m symgen build`` in a new process with a fresh cache: load, derive, generate, compile
+at -O3, import) and the warm one (the same command again: a cache hit).  ``--robots`` takes the names of
+vs_pinocchio.py (``name[:floating]``); ``--sizes 0`` or ``--robots`` with no names skips a part.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -29,27 +33,45 @@ def chain(n: int) -> dict:
     return {"name": f"chain{n}", "bodies": bodies}
 
 
+def _build_cost(model: Path, name: str, tmp: Path, extra=()) -> dict:
+    env = dict(os.environ, SYMGEN_CACHE_DIR=str(tmp / f"cache-{name}"))
+    times = []
+    for _ in range(2):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "symgen", "build", str(model), *extra, "--out", str(tmp / f"gen-{name}")],
+                       env=env, check=True, capture_output=True)
+        times.append(time.perf_counter() - t)
+    texts = [f.read_text() for f in (tmp / f"gen-{name}").glob("*/*.[ch]")]
+    return {"C_kB": sum(len(t) for t in texts) / 1024, "C_lines": sum(t.count("\n") for t in texts),
+            "cold_s": times[0], "warm_s": times[1]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", nargs="+", type=int, default=[10, 50, 200])
+    ap.add_argument("--robots", nargs="*", default=None, help="benchmark robots (default: the four of vs_pinocchio)")
+    ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
-    print(f"{'bodies':>7} {'C kB':>8} {'C lines':>8} {'cold s':>8} {'warm s':>8}")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_common import DEFAULT_ROBOTS, parse_robot
+
+    robots = DEFAULT_ROBOTS if args.robots is None else args.robots
+    results = {"chains": {}, "robots": {}}
+    print(f"{'model':>20} {'C kB':>8} {'C lines':>8} {'cold s':>8} {'warm s':>8}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for n in args.sizes:
-            model = Path(tmp) / f"chain{n}.yaml"
+        tmp = Path(tmp)
+        for n in (n for n in args.sizes if n > 0):
+            model = tmp / f"chain{n}.yaml"
             model.write_text(yaml.safe_dump(chain(n)))
-            env = dict(os.environ, SYMGEN_CACHE_DIR=str(Path(tmp) / f"cache{n}"))
-            times = []
-            for _ in range(2):
-                t = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "symgen", "build", str(model), "--out", str(Path(tmp) / "gen")],
-                               env=env, check=True, capture_output=True)
-                times.append(time.perf_counter() - t)
-            folder = Path(tmp) / "gen" / f"chain{n}"
-            texts = [f.read_text() for f in folder.glob("*.[ch]")]
-            kb = sum(len(t) for t in texts) / 1024
-            lines = sum(t.count("\n") for t in texts)
-            print(f"{n:7d} {kb:8.1f} {lines:8d} {times[0]:8.2f} {times[1]:8.2f}", flush=True)
+            r = results["chains"][n] = _build_cost(model, f"chain{n}", tmp)
+            print(f"{'chain' + str(n):>20} {r['C_kB']:8.1f} {r['C_lines']:8d} {r['cold_s']:8.2f} {r['warm_s']:8.2f}",
+                  flush=True)
+        for spec in robots:
+            path, floating = parse_robot(spec)
+            r = results["robots"][spec] = _build_cost(path, path.stem, tmp, ["--floating-base"] if floating else [])
+            print(f"{spec:>20} {r['C_kB']:8.1f} {r['C_lines']:8d} {r['cold_s']:8.2f} {r['warm_s']:8.2f}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
 
 

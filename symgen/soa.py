@@ -320,14 +320,14 @@ def atbi(T: Tape, bodies, nu: int):
             eps = [T.name(T.add(Tin[b.u0 + c], T.neg(_dot(T, S[c], z))), f"eps{k}_{c}") for c in range(b.nu)]
             nu_ = [T.name(_dot(T, Dinv[c], eps), f"nu{k}_{c}") for c in range(b.nu)]
         else:
-            G, eps, nu_ = [[] for _ in range(6)], [], []
+            G, eps, nu_, PS, Dinv = [[] for _ in range(6)], [], [], [], []
         # S^T G = 1, S^T P+ = 0 and S^T z+ = T hold exactly: where S's columns are unit vectors (a PIN
         # about a body axis, a free joint) those rows of G, P+ and z+ are known, not computed
         axis = _unit_columns(S)
         for c, i in enumerate(axis):
             if i is not None:
                 G[i] = [1.0 if cc == c else 0.0 for cc in range(b.nu)]
-        step[k] = (G, nu_)
+        step[k] = (G, nu_, PS, Dinv, eps)
         if b.parent < 0:
             continue
         known = {i: c for c, i in enumerate(axis) if i is not None}
@@ -346,10 +346,13 @@ def atbi(T: Tape, bodies, nu: int):
     g0 = [0.0, 0.0, 0.0] + [T.neg(T.input(f"p[{i}]")) for i in range(3)]          # gravity as base acceleration
     alpha = [None] * len(bodies)
     for b in bodies:
-        K, (G, nu_) = kin[b.k], step[b.k]
+        K, (G, nu_, PS, Dinv, eps) = kin[b.k], step[b.k]
         ap = phiT(T, K["R"], K["l"], alpha[b.parent] if b.parent >= 0 else g0)
-        udot = [T.dot([(-1.0, T.mul(G[i][c], ap[i])) for i in range(6)], 0.0) for c in range(b.nu)]
-        udot = [T.add(nu_[c], udot[c]) for c in range(b.nu)]
+        if b.parent >= 0:
+            udot = [T.dot([(-1.0, T.mul(G[i][c], ap[i])) for i in range(6)], nu_[c]) for c in range(b.nu)]
+        else:   # a root: Udot = D^-1 (eps - (P S)^T alpha+), the same without forming G (6 x 6 for a free joint)
+            w = [T.dot([(-1.0, T.mul(PS[c][i], ap[i])) for i in range(6)], eps[c]) for c in range(b.nu)]
+            udot = [_dot(T, Dinv[c], w) for c in range(b.nu)]
         for c, x in enumerate(udot):
             T.store(f"out[{b.u0 + c}]", x)
         alpha[b.k] = [T.name(x, f"alpha{b.k}_{i}")
