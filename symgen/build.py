@@ -427,8 +427,11 @@ def cached_model_sources(model):
     so a warm build of an unchanged model does no sympy or jinja2 work."""
     import dataclasses
 
+    from . import soa
+
     text = json.dumps(dataclasses.asdict(model), sort_keys=True, default=str)
-    key = hashlib.sha256((text + _package_fingerprint()).encode()).hexdigest()[:24]
+    limits = f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}"   # the straight-line / loop choice
+    key = hashlib.sha256((text + _package_fingerprint() + limits).encode()).hexdigest()[:24]
     return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model))
 
 

@@ -267,7 +267,7 @@ def _pose12(pose) -> list:
     return list(np.asarray(pose.R, dtype=float).ravel()) + list(pose.xyz)
 
 
-def emit_model(model, layout: dict, slugs: dict) -> dict:
+def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
     """C pieces of a model's translation unit (constants and unrolled per-body statements).
 
     ``layout``: ``{body: {"q": (start, stop), "u": (start, stop), "nq": .., "nu": ..}}``; ``slugs``: hinge spec
@@ -306,7 +306,7 @@ def emit_model(model, layout: dict, slugs: dict) -> dict:
             else:
                 sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
-    dyn = _emit_model_dynamics(model, layout, slugs, index, nu)
+    dyn = _emit_model_dynamics(model, layout, slugs, index, nu, name)
     return {"nb": nb, "nq": nq, "nu": nu, "block": B, "onode": onode, "pnode_inv": pnode_inv, **dyn,
             "kinematics_lines": [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin,
             "qdot_lines": ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)out; (void)sg_matvec;"],
@@ -314,11 +314,14 @@ def emit_model(model, layout: dict, slugs: dict) -> dict:
             "kinematics_size": nb * B, "poses_lines": poses, "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu}
 
 
-def _emit_model_dynamics(model, layout, slugs, index, nu) -> dict:
-    """Unrolled calls of the dynamics helpers: a forward kinematics pass shared by every algorithm, then
-    ATBI (tip-to-base, base-to-tip), Newton-Euler, and the composite-body mass matrix."""
+def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
+    """The dynamics kernels' bodies: straight-line (:mod:`symgen.soa` traced) up to a size limit, else
+    unrolled calls of the per-body helpers (a forward kinematics pass, then ATBI tip-to-base and base-to-tip,
+    Newton-Euler, the composite-body mass matrix); the helper form of ATBI is always there for
+    ``atbi_matrices``."""
     import numpy as np
 
+    from . import soa
     from .runtime.numeric import np_skew
 
     nb = len(model.bodies)
@@ -364,7 +367,20 @@ def _emit_model_dynamics(model, layout, slugs, index, nu) -> dict:
         apar = "alpha0" if parent_of[k] < 0 else f"bd[{parent_of[k]}].alpha"
         fd.append(f"sg_atbi_accel({nuh[k]}, {apar}, &bd[{k}], out + {uo[k]});")
     fd.append("return 0;")
+    idl = fwd + grav + ["/* Newton-Euler: accelerations and body forces base-to-tip, then T tip-to-base */"]
+    for k in range(nb):
+        apar = "alpha0" if parent_of[k] < 0 else f"bd[{parent_of[k]}].alpha"
+        idl.append(f"sg_rnea_forward({nuh[k]}, inertia[{k}], {apar}, p + 3 + {uo[k]}, p + {3 + nu + 6 * k}, &bd[{k}]);")
+    for k in reversed(range(nb)):
+        par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
+        idl.append(f"sg_rnea_backward({nuh[k]}, &bd[{k}], {par}, out + {uo[k]});")
     traced = _traced_dynamics(model, layout, slugs, index, nu, inertia_np)
+    if len(traced["fd_traced"]) > soa.STRAIGHT_LINE_LIMIT:   # large model: compile time would grow faster than size
+        traced["fd_traced"] = [f"return sg_{name}_fd(q, u, p, out, 0);  /* the helper form (symgen.soa.STRAIGHT_LINE_LIMIT) */"]
+        traced["id_traced"] = idl
+    else:
+        traced["id_traced"] = ["(void)sg_rnea_forward; (void)sg_rnea_backward;  /* the loop form, for large models */"] \
+            + traced["id_traced"]
     if traced.pop("crba_unrolled"):
         mm = traced.pop("mm_traced")
     else:  # deep trees: the ancestor walk as a loop over the helpers

@@ -78,7 +78,7 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
 
     from . import __version__
 
-    pieces = emit.emit_model(model, layout, slugs)
+    pieces = emit.emit_model(model, layout, slugs, name)
     table = [f"{k:3d} {b.name:<20} parent {b.parent:<20} hinge {b.hinge_name} ({b.hinge_type})"
              for k, b in enumerate(model.bodies)]
     spec = {"name": name, "guard": f"SG_MODEL_{name.upper()}_H", "symgen_version": __version__,

@@ -84,15 +84,20 @@ def test_dynamics_match_pinocchio(robot, gravity):
 # identities on random trees with every hinge type
 # ------------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module", params=[3, 7], ids=["tree3", "tree7"])
-def tree(request):
-    seed = request.param
+def _tree_model(seed):
     custom = {3: ["SPHERICAL", "LINEAR"], 7: ["LINEAR", "PIN", "LINEAR"]}[seed]
     d = random_tree_dict(seed)
     for b in d["bodies"]:
         if b["hinge"]["type"] == "CUSTOM":
             b["hinge"]["subhinges"] = custom
-    return build_model(model_from_dict(d, f"<tree {seed}>"))
+    return model_from_dict(d, f"<tree {seed}>")
+
+
+@pytest.fixture(scope="module", params=[3, 7], ids=["tree3", "tree7"])
+def tree(request):
+    mb = build_model(_tree_model(request.param))
+    mb.seed = request.param
+    return mb
 
 
 def _state(mb, rng):
@@ -180,6 +185,30 @@ def test_batched_dynamics_equal_single(tree):
         np.testing.assert_array_equal(FD[i], tree.forward_dynamics(Q[i], U[i], T[i]))
         np.testing.assert_array_equal(ID[i], tree.inverse_dynamics(Q[i], U[i], T[i]))
         np.testing.assert_array_equal(M[i], tree.mass_matrix(Q[i]))
+
+
+def test_loop_form_for_large_models_equals_straight_line(tree, monkeypatch):
+    """Above symgen.soa's size limits the dynamics call the per-body helper loops instead of straight-line
+    code; both forms give the same numbers: the same equations in another order, so ID and M to 1e-12
+    relative, FD to 1e-10 (it solves with the random trees' ill-conditioned D's: 2e-12 observed)."""
+    from symgen import soa
+    from symgen.build import cached_model_sources
+
+    monkeypatch.setattr(soa, "STRAIGHT_LINE_LIMIT", 0)
+    monkeypatch.setattr(soa, "CRBA_UNROLL_LIMIT", 0)
+    model = _tree_model(tree.seed)
+    files, manifest = cached_model_sources(model)
+    c = files[f"{manifest['name']}.c"]
+    assert f"return sg_{manifest['name']}_fd(q, u, p, out, 0);" in c and "sg_rnea_forward(" in c.split("_inverse_dynamics(")[1]
+    assert "sg_crba_columns(" in c.split("_mass_matrix(")[1]
+    loops = build_model(model)
+    rng = np.random.default_rng(9)
+    for _ in range(5):
+        q, u = _state(tree, rng)
+        T = rng.normal(size=tree.nu)
+        assert_close(loops.forward_dynamics(q, u, T), tree.forward_dynamics(q, u, T), 1e-10, "FD loops")
+        assert_close(loops.inverse_dynamics(q, u, T), tree.inverse_dynamics(q, u, T), 1e-12, "ID loops")
+        assert_close(loops.mass_matrix(q), tree.mass_matrix(q), 1e-12, "M loops")
 
 
 def test_preallocated_outputs_and_fast_path(tree):
