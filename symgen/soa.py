@@ -23,9 +23,10 @@ from .tape import Tape, Val
 
 #: above this many ancestor-walk steps (sum over columns of the depth) the mass matrix walk is a C loop
 CRBA_UNROLL_LIMIT = 1200
-#: above this many lines of straight-line forward dynamics, forward and inverse dynamics call the per-body
-#: helpers instead (C compilers take time superlinear in a function's length: 190 s for a 200-body chain)
-STRAIGHT_LINE_LIMIT = 8000
+#: above this many lines of straight-line forward dynamics (about 55 PIN bodies), forward and inverse
+#: dynamics call the per-body helpers instead (C compilers take time superlinear in a function's length:
+#: 190 s for a 200-body chain)
+STRAIGHT_LINE_LIMIT = 10000
 
 
 class NotPositiveDefinite(Exception):
