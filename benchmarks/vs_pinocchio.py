@@ -32,7 +32,9 @@ Optional sections (each is also a script of its own; see its docstring):
   about 3 minutes the first time; the binary is reused afterwards);
 * ``--all``      all three.
 
-Each runs with the same ``--robots``, ``--n`` and ``--rounds``.  Then a summary table per robot, rows
+Each runs with the same ``--robots``, ``--n`` and ``--rounds``, and the sections run ``--repeats`` times in
+turn (symgen C, MuJoCo, Pinocchio C++, symgen C, ...), each number the median over the repeats, so that the
+drift of a shared machine hits every side alike.  Then a summary table per robot, rows
 fd / id / M, columns symgen C (``--c``), symgen batch (this script), pin C++ (``--pin-cpp``), MuJoCo C
 (``--mujoco``), the ratio symgen C / min(pin C++, MuJoCo C) over the peers that ran, and symgen batch /
 pin C++; a dash where a section did not run or was skipped.  ``--json`` holds every section (``robots``, ``c_bench``, ``mujoco``,
@@ -136,6 +138,18 @@ def _c_size_kb(path: Path, floating: bool) -> float:
     return sum(len(t) for f, t in files.items() if f.endswith((".c", ".h"))) / 1024
 
 
+def _median_of_runs(reps: list) -> dict:
+    """{robot: {key: median over the runs}} for numbers; other values from the first run."""
+    out = {}
+    for robot, first in reps[0].items():
+        row = {}
+        for k, v in first.items():
+            vals = [r[robot][k] for r in reps if robot in r and k in r[robot]]
+            row[k] = float(np.median(vals)) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        out[robot] = row
+    return out
+
+
 def summary(results: dict) -> dict:
     """{robot: {row: {symgen_C, symgen_batch, pin_cpp, mujoco, ratio}}} from whatever sections ran (None where
     a number is missing); ratio = symgen C / min(pin C++, MuJoCo); ratio_batch = symgen batch / pin C++."""
@@ -184,6 +198,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pin-cpp", action="store_true",
                     help="also time Pinocchio's C++ (pin_cpp/run.py; about 3 min to build the first time)")
     ap.add_argument("--all", action="store_true", help="--c --mujoco --pin-cpp")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="run the C sections this many times in turn and take each number's median (default 3)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
     if args.all:
@@ -205,11 +221,15 @@ def main(argv=None) -> int:
                   f"{m['ratio_batch']:12.2f}")
     sections = (("c", "c_bench", "c_bench/run.py"), ("mujoco", "mujoco", "mujoco_peer.py"),
                 ("pin_cpp", "pin_cpp", "pin_cpp/run.py"))
-    for flag, key, script in sections:
-        if getattr(args, flag):
-            print(f"\n== {script}", flush=True)
-            mod = load_script(script, f"symgen_bench_{key}")
-            results[key] = mod.run(args.robots, args.n, args.rounds)
+    runs = {}
+    for rep in range(args.repeats):     # the C sections in turn, again and again: machine drift hits all alike
+        for flag, key, script in sections:
+            if getattr(args, flag):
+                print(f"\n== {script} ({rep + 1}/{args.repeats})", flush=True)
+                mod = load_script(script, f"symgen_bench_{key}")
+                runs.setdefault(key, []).append(mod.run(args.robots, args.n, args.rounds))
+    for key, reps in runs.items():
+        results[key] = _median_of_runs(reps)
     results["summary"] = summary(results)
     print_summary(results["summary"])
     if args.json:

@@ -113,7 +113,7 @@ def build(robots, verbose: bool = True):
     stamp = exe.with_suffix(".stamp")
     if exe.exists() and stamp.exists() and stamp.read_text() == key.hexdigest():
         if verbose:
-            print("pin_cpp: reusing pin_bench (models.hpp, pin_bench.cpp and the command are unchanged)", flush=True)
+            print(f"pin_cpp: reusing {exe.name} (models.hpp, pin_bench.cpp and the command are unchanged)", flush=True)
         return exe
     if verbose:
         print("pin_cpp: compiling Pinocchio's C++ benchmark (about 3 minutes)...", flush=True)
