@@ -432,9 +432,25 @@ def rigid_apply(T, m, h, J, s):
              for i in range(3)])
 
 
+def _ancestors(bodies, b):
+    """b's strict ancestors, nearest first."""
+    out = []
+    while b.parent >= 0:
+        b = bodies[b.parent]
+        out.append(b)
+    return out
+
+
 def crba(T: Tape, bodies, nu: int):
     """Composite rigid body mass matrix (nU x nU): Ic = M + sum phi Ic_child phi^T (kept rigid: m, h, J);
     F = Ic S;  M[k, k] = S^T F;  walking up the ancestors j: F = phi F, M[j, k] = M[k, j]^T = S_j^T F."""
+    related = sum(b.nu * (a.nu if a is not b else 0) for b in bodies for a in _ancestors(bodies, b)) * 2 \
+        + sum(b.nu * b.nu for b in bodies)
+    # a fill loop first when at least 40% of M is structural zeros (measured: 8% faster on the humanoid, half
+    # zeros; slower on the quadruped, a third zeros, where a store per zero is cheaper)
+    fill = 5 * (nu * nu - related) >= 2 * nu * nu
+    if fill:
+        T.effect((f"{{ int i; for (i = 0; i < {nu * nu}; ++i) out[i] = 0.0; }}  /* structural zeros; the rest follows */",))
     T.comment("kinematics base to tip: X_pb, S")
     kin = [dict(zip(("R", "l", "S"), joint(T, b)[:3])) for b in bodies]
     T.comment("composite inertias tip to base: (m, h, J)c = (m, h, J) + sum phi (m, h, J)c_child phi^T")
@@ -470,7 +486,9 @@ def crba(T: Tape, bodies, nu: int):
                 break
             F = [phi(T, kin[j.k]["R"], kin[j.k]["l"], f) for f in F]
             j = bodies[j.parent]
-    for r in range(nu):
-        for c in range(nu):
-            if (r, c) not in done:
-                T.store(f"out[{r * nu + c}]", 0.0)
+    assert len(done) == related
+    if not fill:
+        for r in range(nu):
+            for c in range(nu):
+                if (r, c) not in done:
+                    T.store(f"out[{r * nu + c}]", 0.0)
