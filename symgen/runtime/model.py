@@ -23,6 +23,7 @@ from .numeric import np_jr_inv, np_rotation_log, np_skew
 FD_STEP = 1e-6
 _F64 = np.dtype(np.float64)
 _ND = np.ndarray
+_empty = np.empty
 
 
 def _skew(v):
@@ -60,7 +61,7 @@ class MultibodyModel:
         self._block = 12 + 12 * self.nu
         self._dummy = self._ffi.from_buffer("double[]", np.zeros(1))
         self._dummy_out = self._ffi.from_buffer("double[]", np.zeros(1), require_writable=True)
-        self._dbl = self._ffi.typeof("double[]")
+        self._dbl, self._fb = self._ffi.typeof("double[]"), self._ffi.from_buffer
         self._zero_u = self._ffi.from_buffer("double[]", np.zeros(max(self.nu, 1)))  # mass matrix: U unused
         self._g_buf = self._ffi.from_buffer("double[]", self._gravity)  # sees in-place changes; the setter renews it
         # the single-state fast path needs nQ, nU > 0 (a shape that never matches turns it off)
@@ -304,13 +305,13 @@ class MultibodyModel:
         if not (type(q) is _ND and type(u) is _ND and type(middle) is _ND and q.dtype is _F64 and u.dtype is _F64
                 and middle.dtype is _F64 and q.shape == sq and u.shape == su and middle.shape == su):
             return None
-        fb, dbl = self._ffi.from_buffer, self._dbl
+        fb, dbl = self._fb, self._dbl
         try:                                # from_buffer refuses non-contiguous arrays
             pq, pu, pm = fb(dbl, q), fb(dbl, u), fb(dbl, middle)
         except ValueError:
             return None
         g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
-        out = np.empty(su) if out is None else self._out_buffer(out, su, kernel)
+        out = _empty(su) if out is None else self._out_buffer(out, su, kernel)
         status = self._single_fn[kernel](pq, pu, g, pm, fb(dbl, out))
         if status:
             self._check_status(status, kernel)
