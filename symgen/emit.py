@@ -375,16 +375,15 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
         par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
         idl.append(f"sg_rnea_backward({nuh[k]}, &bd[{k}], {par}, out + {uo[k]});")
     traced = _traced_dynamics(model, layout, slugs, index, nu, inertia_np)
-    if len(traced["fd_traced"]) > soa.STRAIGHT_LINE_LIMIT:   # large model: compile time would grow faster than size
-        traced["fd_traced"] = [f"return sg_{name}_fd(q, u, p, out, 0);  /* the helper form (symgen.soa.STRAIGHT_LINE_LIMIT) */"]
-        traced["id_traced"] = idl
+    fd_traced, id_traced = traced["fd"], traced["id"]
+    if fd_traced is None:   # large model: the helper form (symgen.soa.STRAIGHT_LINE_LIMIT)
+        fd_traced = [f"return sg_{name}_fd(q, u, p, out, 0);  /* the helper form, for large models */"]
+        id_traced = idl
     else:
-        traced["id_traced"] = ["(void)sg_rnea_forward; (void)sg_rnea_backward;  /* the loop form, for large models */"] \
-            + traced["id_traced"]
-    if traced.pop("crba_unrolled"):
-        mm = traced.pop("mm_traced")
-    else:  # deep trees: the ancestor walk as a loop over the helpers
-        traced.pop("mm_traced")
+        id_traced = ["(void)sg_rnea_forward; (void)sg_rnea_backward;  /* the loop form, for large models */"] + id_traced
+    if traced["mm"] is not None:
+        mm = ["(void)sg_crba_body; (void)sg_crba_columns;  /* the loop form, for deep trees */"] + traced["mm"]
+    else:  # deep trees: the ancestor walk as a loop over the helpers (symgen.soa.CRBA_UNROLL_LIMIT)
         mm = ["int i;", "(void)p;"] + fwd + [f"for (i = 0; i < {nu * nu}; ++i) out[i] = 0.0;", "/* composite inertias tip-to-base */"]
         for k in reversed(range(nb)):
             par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
@@ -393,7 +392,8 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
             if nuh[k]:
                 mm.append(f"sg_crba_columns({nu}, {k}, parent_of, uo, nuh, bd, out);")
     return {"inertia": inertia, "parent_of": ", ".join(map(str, parent_of)), "uo": ", ".join(map(str, uo)),
-            "nuh": ", ".join(map(str, nuh)), "fd_lines": fd, "mm_lines": mm, **traced,
+            "nuh": ", ".join(map(str, nuh)), "fd_lines": fd, "mm_lines": mm, "fd_traced": fd_traced,
+            "id_traced": id_traced,
             "p_size": 3 + nu + 6 * nb, "mats_size": 216 * nb}
 
 
@@ -404,8 +404,8 @@ def kernel_structure(h: Hinge) -> dict:
         return [float(e) if e.is_number else None for e in M]
 
     def aliases(M):
-        """[j, +1 / -1] where entry i is entry j (j < i) or its negative, else None: a PIN's X[10] is its
-        X[0] (cos) and X[8] is -X[6] (sin), which the tracer needs to see one rotation angle."""
+        """[j, +1 / -1] where entry i is entry j (j < i) or its negative, else None: for a PIN about y,
+        X[10] is X[0] (cos) and X[8] is -X[2] (sin), which the tracer needs to see one rotation angle."""
         out, seen = [], {}
         for i, e in enumerate(M):
             hit = None
@@ -425,7 +425,8 @@ def kernel_structure(h: Hinge) -> dict:
 
 
 def _traced_dynamics(model, layout, slugs, index, nu, inertia) -> dict:
-    """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.soa`)."""
+    """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.soa`);
+    None for those over symgen.soa's size limits (FD and ID together by FD's length, M by its walk)."""
     import numpy as np
 
     from . import soa
@@ -443,17 +444,11 @@ def _traced_dynamics(model, layout, slugs, index, nu, inertia) -> dict:
             M=[[float(x) for x in row] for row in inertia[k]],
             X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"],
             X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"]))
-    out = {}
-    for key, fn in (("fd_traced", soa.atbi), ("id_traced", soa.rnea), ("mm_traced", soa.crba)):
-        if key == "mm_traced" and soa.crba_steps(bodies) > soa.CRBA_UNROLL_LIMIT:
-            out[key] = None
-            continue
-        out[key] = _trace_function(fn, bodies, nu)
-    out["crba_unrolled"] = out["mm_traced"] is not None
-    if out["crba_unrolled"]:
-        out["mm_traced"] = ["(void)sg_crba_body; (void)sg_crba_columns;  /* the loop form, for deep trees */"] \
-            + out["mm_traced"]
-    return out
+    fd = _trace_function(soa.atbi, bodies, nu)
+    straight = len(fd) <= soa.STRAIGHT_LINE_LIMIT
+    unroll_crba = soa.crba_steps(bodies) <= soa.CRBA_UNROLL_LIMIT
+    return {"fd": fd if straight else None, "id": _trace_function(soa.rnea, bodies, nu) if straight else None,
+            "mm": _trace_function(soa.crba, bodies, nu) if unroll_crba else None}
 
 
 def _trace_function(fn, bodies, nu) -> list:
