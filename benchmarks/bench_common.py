@@ -5,7 +5,9 @@ A robot is a URDF path or a name in examples/models/, optionally with ``:floatin
 """
 from __future__ import annotations
 
+import argparse
 import importlib.util
+import json
 import re
 import statistics
 import sys
@@ -64,3 +66,25 @@ def load_script(relpath: str, name: str):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def robot_parser(doc: str, n_help: str = "states (default 10000)") -> argparse.ArgumentParser:
+    """The options every benchmark script shares: --robots, --n, --rounds, --json (description: the first
+    paragraph of the script's docstring)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--robots", nargs="+", default=DEFAULT_ROBOTS,
+                    help="URDF paths or names in examples/models/, with ':floating' for a floating base")
+    ap.add_argument("--n", type=int, default=10000, help=n_help)
+    ap.add_argument("--rounds", type=int, default=7, help="rounds (median; default 7)")
+    ap.add_argument("--json", help="also write the results here")
+    return ap
+
+
+def report(results: dict, json_path, table=None) -> int:
+    """Print ``table(results)`` and write ``--json`` when there are results (none: a section skipped)."""
+    if results:
+        if table is not None:
+            print("\n" + table(results))
+        if json_path:
+            Path(json_path).write_text(json.dumps(results, indent=1))
+    return 0

@@ -24,31 +24,11 @@
 #include <time.h>
 
 #include <mujoco/mujoco.h>
+#define BENCH_NAME "mj_bench"
+#include "bench_util.h"
 
 #define NPATHS 4
 static const char *const PATHS[NPATHS] = {"forward", "inverse", "M", "M_fwdpos"};
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double *load(const char *dir, const char *file, size_t count)
-{
-    char path[4096];
-    double *a = calloc(count ? count : 1, sizeof(double));
-    FILE *f;
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    f = fopen(path, "rb");
-    if (!a || !f || fread(a, sizeof(double), count, f) != count) {
-        fprintf(stderr, "mj_bench: cannot read %zu doubles from %s\n", count, path);
-        exit(2);
-    }
-    fclose(f);
-    return a;
-}
 
 static double pass(int k, int n, const mjModel *m, mjData *d, const double *qpos, const double *qvel,
                    const double *tau, const double *qacc, double *M)
@@ -93,12 +73,6 @@ static double pass(int k, int n, const mjModel *m, mjData *d, const double *qpos
     return (now() - t0) / n * 1e6;
 }
 
-static int cmp(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     char path[4096];
@@ -127,16 +101,12 @@ int main(int argc, char **argv)
     dir = argv[2];
     nq = (size_t)m->nq;
     nv = (size_t)m->nv;
-    qpos = load(dir, "qpos.bin", n * nq);
-    qvel = load(dir, "qvel.bin", n * nv);
-    tau = load(dir, "tau.bin", n * nv);
-    qacc = load(dir, "qacc.bin", n * nv);
-    M = calloc(nv * nv + 1, sizeof(double));
-    times = calloc((size_t)NPATHS * rounds, sizeof(double));
-    if (!M || !times) {
-        fprintf(stderr, "mj_bench: out of memory\n");
-        return 2;
-    }
+    qpos = bench_load(dir, "qpos.bin", n * nq);
+    qvel = bench_load(dir, "qvel.bin", n * nv);
+    tau = bench_load(dir, "tau.bin", n * nv);
+    qacc = bench_load(dir, "qacc.bin", n * nv);
+    M = bench_alloc(nv * nv);
+    times = bench_alloc((size_t)NPATHS * rounds);
 
     /* state 0 of every path, for mujoco_peer.py's check */
     snprintf(path, sizeof path, "%s/first.bin", dir);
@@ -163,11 +133,7 @@ int main(int argc, char **argv)
     for (r = 0; r < rounds; ++r)
         for (k = 0; k < NPATHS; ++k)
             times[k * rounds + r] = pass(k, n, m, d, qpos, qvel, tau, qacc, M);
-    for (k = 0; k < NPATHS; ++k) {
-        double *t = times + k * rounds;
-        qsort(t, (size_t)rounds, sizeof(double), cmp);
-        printf("%s %.6f %.6f\n", PATHS[k], 0.5 * (t[(rounds - 1) / 2] + t[rounds / 2]), t[0]);
-    }
+    bench_report(PATHS, NPATHS, times, rounds);
     mj_deleteData(d);
     mj_deleteModel(m);
     return 0;

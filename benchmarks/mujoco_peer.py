@@ -45,10 +45,8 @@ From Python: ``run(robots, n, rounds) -> {robot: {"forward", "inverse", "M", "M_
 """
 from __future__ import annotations
 
-import argparse
 import glob
 import hashlib
-import json
 import subprocess
 import sys
 import time
@@ -59,7 +57,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_common import DEFAULT_ROBOTS, median, parse_robot, slug, states  # noqa: E402
+from bench_common import DEFAULT_ROBOTS, median, parse_robot, report, robot_parser, slug, states  # noqa: E402
 
 BUILD = HERE / "build" / "mujoco"
 PATHS = ("forward", "inverse", "M", "M_fwdpos")
@@ -175,6 +173,7 @@ def _compile_c(cc, inc: Path, lib: Path) -> Path:
     cmd = [*cc, "-std=c11", "-O2", f"-I{inc}", str(HERE / "mj_bench.c"), str(lib), f"-Wl,-rpath,{lib.parent}",
            "-o", str(exe), "-lm"]
     key = hashlib.sha256(("\0".join(cmd)).encode() + (HERE / "mj_bench.c").read_bytes()
+                         + (HERE / "bench_util.h").read_bytes()
                          + str(lib.stat().st_mtime_ns).encode()).hexdigest()
     stamp = exe.with_suffix(".stamp")
     if exe.exists() and stamp.exists() and stamp.read_text() == key:
@@ -321,21 +320,10 @@ def table(results: dict) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--robots", nargs="+", default=DEFAULT_ROBOTS,
-                    help="URDF paths or names in examples/models/, with ':floating' for a floating base")
-    ap.add_argument("--n", type=int, default=10000, help="states (default 10000)")
-    ap.add_argument("--rounds", type=int, default=7, help="rounds (median; default 7)")
+    ap = robot_parser(__doc__)
     ap.add_argument("--python", action="store_true", help="time from Python even when C is available")
-    ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
-    results = run(args.robots, args.n, args.rounds, python=args.python)
-    if not results:
-        return 0
-    print("\n" + table(results))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
-    return 0
+    return report(run(args.robots, args.n, args.rounds, python=args.python), args.json, table)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,6 @@ floating base, the rotation of the base velocity); Pinocchio's C++ draws its own
 """
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import statistics
@@ -57,7 +56,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_common import DEFAULT_ROBOTS, load_script, parse_robot  # noqa: E402
+from bench_common import load_script, parse_robot, robot_parser  # noqa: E402
 
 #: summary rows: (row, c_bench key, pin C++ key, MuJoCo key)
 SUMMARY_ROWS = (("fd", "fd", "aba", "forward"), ("id", "id", "rnea", "inverse"), ("M", "M", "crba", "M"))
@@ -187,12 +186,8 @@ def print_summary(summ: dict) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--robots", nargs="+", default=DEFAULT_ROBOTS,
-                    help="URDF paths or names in examples/models/, with ':floating' for a floating base")
-    ap.add_argument("--n", type=int, default=10000, help="states per batch (default 10000)")
+    ap = robot_parser(__doc__, n_help="states per batch (default 10000)")
     ap.add_argument("--single", type=int, default=10000, help="single calls per round (default 10000)")
-    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median; default 7)")
     ap.add_argument("--c", action="store_true", help="also time symgen's C from a plain C main (c_bench/run.py)")
     ap.add_argument("--mujoco", action="store_true", help="also time MuJoCo (mujoco_peer.py)")
     ap.add_argument("--pin-cpp", action="store_true",
@@ -200,7 +195,6 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="--c --mujoco --pin-cpp")
     ap.add_argument("--repeats", type=int, default=3,
                     help="run the C sections this many times in turn and take each number's median (default 3)")
-    ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
     if args.all:
         args.c = args.mujoco = args.pin_cpp = True

@@ -32,9 +32,7 @@ From Python: ``run(robots, n, rounds) -> {robot: {"fd", "id", "M", "poses" (medi
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import re
 import shutil
 import subprocess
@@ -45,7 +43,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from bench_common import DEFAULT_ROBOTS, parse_robot, slug, states  # noqa: E402
+from bench_common import DEFAULT_ROBOTS, parse_robot, report, robot_parser, slug, states  # noqa: E402
 
 BUILD = HERE / "build"
 KERNELS = ("fd", "id", "M", "poses")
@@ -74,7 +72,7 @@ def _compile(cc, src: Path, exe: Path, manifest: dict, header: str) -> list:
     h = hashlib.sha256("\0".join(cmd).encode())
     for f in sorted(src.iterdir()):
         h.update(f.name.encode() + f.read_bytes())
-    h.update((HERE / "sg_bench.c").read_bytes())
+    h.update((HERE / "sg_bench.c").read_bytes() + (HERE.parent / "bench_util.h").read_bytes())
     stamp = exe.with_suffix(".stamp")
     if exe.exists() and stamp.exists() and stamp.read_text() == h.hexdigest():
         return flags
@@ -162,20 +160,8 @@ def table(results: dict) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--robots", nargs="+", default=DEFAULT_ROBOTS,
-                    help="URDF paths or names in examples/models/, with ':floating' for a floating base")
-    ap.add_argument("--n", type=int, default=10000, help="states (default 10000)")
-    ap.add_argument("--rounds", type=int, default=7, help="rounds (median; default 7)")
-    ap.add_argument("--json", help="also write the results here")
-    args = ap.parse_args(argv)
-    results = run(args.robots, args.n, args.rounds)
-    if not results:
-        return 0
-    print("\n" + table(results))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
-    return 0
+    args = robot_parser(__doc__).parse_args(argv)
+    return report(run(args.robots, args.n, args.rounds), args.json, table)
 
 
 if __name__ == "__main__":

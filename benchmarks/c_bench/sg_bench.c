@@ -21,6 +21,8 @@
 #include <time.h>
 
 #include SG_HEADER
+#define BENCH_NAME "sg_bench"
+#include "../bench_util.h"
 
 #define SG_CAT_(a, b, c) a##b##c
 #define SG_CAT(a, b, c) SG_CAT_(a, b, c)
@@ -34,38 +36,6 @@
 #define NKERNELS 4
 
 static const char *const KERNELS[NKERNELS] = {"fd", "id", "M", "poses"};
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void *xmalloc(size_t count)
-{
-    void *p = calloc(count ? count : 1, sizeof(double));
-    if (!p) {
-        fprintf(stderr, "sg_bench: out of memory\n");
-        exit(2);
-    }
-    return p;
-}
-
-static double *load(const char *dir, const char *file, size_t count)
-{
-    char path[4096];
-    double *a = xmalloc(count);
-    FILE *f;
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    f = fopen(path, "rb");
-    if (!f || fread(a, sizeof(double), count, f) != count) {
-        fprintf(stderr, "sg_bench: cannot read %zu doubles from %s\n", count, path);
-        exit(2);
-    }
-    fclose(f);
-    return a;
-}
 
 /* One pass of kernel k over the n states; returns microseconds per state. */
 static double pass(int k, int n, const double *Q, const double *U, const double *T, double *p, double *out,
@@ -102,12 +72,6 @@ static double pass(int k, int n, const double *Q, const double *U, const double 
     return (now() - t0) / n * 1e6;
 }
 
-static int cmp(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     const char *dir;
@@ -122,13 +86,13 @@ int main(int argc, char **argv)
         return 2;
     }
     dir = argv[1];
-    Q = load(dir, "q.bin", (size_t)n * NQ);
-    U = load(dir, "u.bin", (size_t)n * NU);
-    T = load(dir, "t.bin", (size_t)n * NU);
-    g = load(dir, "g.bin", 3);
-    p = xmalloc(NP);
-    out = xmalloc(NOUT);
-    times = xmalloc((size_t)NKERNELS * rounds);
+    Q = bench_load(dir, "q.bin", (size_t)n * NQ);
+    U = bench_load(dir, "u.bin", (size_t)n * NU);
+    T = bench_load(dir, "t.bin", (size_t)n * NU);
+    g = bench_load(dir, "g.bin", 3);
+    p = bench_alloc(NP);
+    out = bench_alloc(NOUT);
+    times = bench_alloc((size_t)NKERNELS * rounds);
     memcpy(p, g, 3 * sizeof(double));
 
     /* state 0 of every kernel, for run.py's correctness check */
@@ -157,10 +121,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "sg_bench: forward dynamics returned a nonzero status %ld times\n", bad);
         return 3;
     }
-    for (k = 0; k < NKERNELS; ++k) {
-        double *t = times + k * rounds;
-        qsort(t, (size_t)rounds, sizeof(double), cmp);
-        printf("%s %.6f %.6f\n", KERNELS[k], 0.5 * (t[(rounds - 1) / 2] + t[rounds / 2]), t[0]);
-    }
+    bench_report(KERNELS, NKERNELS, times, rounds);
     return 0;
 }

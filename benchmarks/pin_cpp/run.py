@@ -25,7 +25,6 @@ From Python: ``run(robots, n, rounds) -> {robot: {"aba", "rnea", "crba" (median 
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -36,7 +35,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from bench_common import DEFAULT_ROBOTS, parse_robot, slug  # noqa: E402
+from bench_common import DEFAULT_ROBOTS, parse_robot, report, robot_parser, slug  # noqa: E402
 
 ALGORITHMS = ("aba", "rnea", "crba")
 SUPPORTED = {"JointModelRX", "JointModelRY", "JointModelRZ", "JointModelRUBX", "JointModelRUBY", "JointModelRUBZ",
@@ -144,17 +143,8 @@ def run(robots=None, n: int = 10000, rounds: int = 7, verbose: bool = True) -> d
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--robots", nargs="+", default=DEFAULT_ROBOTS,
-                    help="URDF paths or names in examples/models/, with ':floating' for a floating base")
-    ap.add_argument("--n", type=int, default=10000, help="random states (default 10000)")
-    ap.add_argument("--rounds", type=int, default=7, help="rounds (median; default 7)")
-    ap.add_argument("--json", help="also write the results here")
-    args = ap.parse_args(argv)
-    results = run(args.robots, args.n, args.rounds)
-    if results and args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
-    return 0
+    args = robot_parser(__doc__, n_help="random states (default 10000)").parse_args(argv)
+    return report(run(args.robots, args.n, args.rounds), args.json)
 
 
 if __name__ == "__main__":
