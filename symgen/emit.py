@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
-from .derive import KERNELS, NEEDS_U, Hinge
+from .derive import NEEDS_U, Hinge
 from .spatial import stumpff
 
 #: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
@@ -321,7 +321,6 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
     ``atbi_matrices``."""
     import numpy as np
 
-    from . import soa
     from .runtime.numeric import np_skew
 
     nb = len(model.bodies)

@@ -10,7 +10,10 @@ its time derivative and the bias term in closed form.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
+
+if TYPE_CHECKING:  # annotations only
+    import sympy as sp
 
 # sympy is imported inside the kinematics functions: binding parameters (and so validating a model file)
 # does not need it.
