@@ -8,14 +8,20 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 DEFAULT_ROBOTS = ["arm6", "arm7", "quadruped:floating", "humanoid:floating"]
+#: fresh copies of each C benchmark program per robot (see run_copies)
+COPIES = 5
 
 
 def parse_robot(spec: str) -> tuple[Path, bool]:
@@ -68,6 +74,35 @@ def load_script(relpath: str, name: str):
     return mod
 
 
+def run_copies(cmd: list, copies: int = COPIES, libs=(), what: str = "benchmark") -> dict:
+    """Run a plain-C benchmark program (``cmd[0]``, printing ``<kernel> <median> <min>`` lines in µs)
+    ``copies`` times, each from a fresh copy of its file (and of the shared libraries ``libs``, which the
+    copy finds first through LD_LIBRARY_PATH).  On the benchmark VM the same binary measured up to 25% apart
+    from one copy of its file to another (the physical pages its code lands on); each copy samples that.
+    Returns ``{kernel: median over copies, kernel_min: lowest, kernel_spread: [lowest, highest] copy
+    median}``."""
+    runs = []
+    for _ in range(copies):
+        with tempfile.TemporaryDirectory(prefix="symgen-bench-") as tmp:
+            exe = Path(tmp) / Path(cmd[0]).name
+            shutil.copy2(cmd[0], exe)
+            for lib in libs:
+                shutil.copy2(lib, Path(tmp) / Path(lib).name)
+            env = dict(os.environ)
+            if libs:
+                env["LD_LIBRARY_PATH"] = os.pathsep.join([tmp] + [x for x in [env.get("LD_LIBRARY_PATH")] if x])
+            res = subprocess.run([str(exe), *map(str, cmd[1:])], capture_output=True, text=True, env=env)
+        if res.returncode:
+            raise RuntimeError(f"{what}: {cmd[0]} failed ({res.returncode}): {res.stderr.strip()}")
+        runs.append({k: (float(med), float(lo)) for k, med, lo in (line.split() for line in res.stdout.splitlines())})
+    out = {}
+    for k in runs[0]:
+        meds = [r[k][0] for r in runs]
+        out[k], out[f"{k}_min"] = median(meds), min(r[k][1] for r in runs)
+        out[f"{k}_spread"] = [min(meds), max(meds)]
+    return out
+
+
 def robot_parser(doc: str, n_help: str = "states (default 10000)") -> argparse.ArgumentParser:
     """The options every benchmark script shares: --robots, --n, --rounds, --json (description: the first
     paragraph of the script's docstring)."""
@@ -77,6 +112,8 @@ def robot_parser(doc: str, n_help: str = "states (default 10000)") -> argparse.A
     ap.add_argument("--n", type=int, default=10000, help=n_help)
     ap.add_argument("--rounds", type=int, default=7, help="rounds (median; default 7)")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--copies", type=int, default=COPIES,
+                    help=f"fresh copies of a C benchmark program per robot, median over them (default {COPIES})")
     return ap
 
 

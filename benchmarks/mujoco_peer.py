@@ -2,7 +2,7 @@
 
     pip install mujoco                      # or: pip install -e ".[bench]"
     python benchmarks/mujoco_peer.py [--robots arm6 arm7 quadruped:floating humanoid:floating ...]
-                                     [--n 10000] [--rounds 7] [--python] [--json results.json]
+                                     [--n 10000] [--rounds 7] [--copies 5] [--python] [--json results.json]
 
 A robot is a URDF path or a name in examples/models/; ``:floating`` gives it a floating base.
 
@@ -36,12 +36,14 @@ C11) against the ``libmujoco`` and headers shipped in the wheel, and loads the c
 file (``mj_saveModel``: exact doubles; the MJCF that MuJoCo writes rounds to 6 significant digits, so the
 ``model.xml`` next to it is for reading only).  Without the wheel's headers or libmujoco, or with
 ``--python``, the same calls are timed from Python (mujoco's bindings, one call per state), and ``timed_in``
-says so.  Build files go to ``benchmarks/build/mujoco/`` (gitignored).  Without ``mujoco`` installed, or
+says so.  In C the program runs ``--copies`` times, each from fresh copies of ``mj_bench`` and of
+``libmujoco`` (found first through LD_LIBRARY_PATH), and each number is the median over the copies
+(``bench_common.run_copies``).  Build files go to ``benchmarks/build/mujoco/`` (gitignored).  Without ``mujoco`` installed, or
 without a C compiler (symgen then cannot build the models it checks against), the script prints a message
 and exits 0.
 
-From Python: ``run(robots, n, rounds) -> {robot: {"forward", "inverse", "M", "M_fwdpos" (median µs),
-"*_min", "nv", "timed_in", "check", "inertia_note"}}`` ({} when skipped).
+From Python: ``run(robots, n, rounds, copies=5) -> {robot: {"forward", "inverse", "M", "M_fwdpos" (median
+µs), "*_min", "*_spread" (C only), "nv", "timed_in", "check", "inertia_note"}}`` ({} when skipped).
 """
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_common import DEFAULT_ROBOTS, median, parse_robot, report, robot_parser, slug, states  # noqa: E402
+from bench_common import COPIES, DEFAULT_ROBOTS, median, parse_robot, report, robot_parser, run_copies, slug, states  # noqa: E402
 
 BUILD = HERE / "build" / "mujoco"
 PATHS = ("forward", "inverse", "M", "M_fwdpos")
@@ -187,18 +189,13 @@ def _compile_c(cc, inc: Path, lib: Path) -> Path:
     return exe
 
 
-def _time_c(exe: Path, mujoco, m, d: Path, n: int, rounds: int, data: dict) -> tuple[dict, np.ndarray]:
+def _time_c(exe: Path, lib: Path, mujoco, m, d: Path, n: int, rounds: int, data: dict,
+            copies: int) -> tuple[dict, np.ndarray]:
     mujoco.mj_saveModel(m, str(d / "model.mjb"), None)
     for k, a in data.items():
         np.ascontiguousarray(a, dtype=np.float64).tofile(d / f"{k}.bin")
-    res = subprocess.run([str(exe), str(d / "model.mjb"), str(d), str(n), str(rounds)], capture_output=True, text=True)
-    if res.returncode:
-        raise RuntimeError(f"mujoco_peer: {exe} failed ({res.returncode}): {res.stderr.strip()}")
-    out = {}
-    for line in res.stdout.splitlines():
-        k, med, lo = line.split()
-        out[k], out[f"{k}_min"] = float(med), float(lo)
-    return out, np.fromfile(d / "first.bin")
+    times = run_copies([exe, d / "model.mjb", d, n, rounds], copies, libs=[lib], what="mujoco_peer")
+    return times, np.fromfile(d / "first.bin")
 
 
 def _time_python(mujoco, m, n: int, rounds: int, data: dict) -> dict:
@@ -243,7 +240,8 @@ def _time_python(mujoco, m, n: int, rounds: int, data: dict) -> dict:
     return out
 
 
-def bench_robot(mujoco, spec: str, n: int, rounds: int, c_exe) -> dict:
+def bench_robot(mujoco, spec: str, n: int, rounds: int, c_exe, copies: int = COPIES) -> dict:
+    """c_exe: (mj_bench, libmujoco) or None (time from Python)."""
     import symgen
 
     path, floating = parse_robot(spec)
@@ -265,7 +263,7 @@ def bench_robot(mujoco, spec: str, n: int, rounds: int, c_exe) -> dict:
     d.mkdir(parents=True, exist_ok=True)
     (d / "model.xml").write_text(mjspec.to_xml())  # for reading; the C main loads model.mjb
     if c_exe is not None:
-        times, first = _time_c(c_exe, mujoco, m, d, n, rounds, data)
+        times, first = _time_c(*c_exe, mujoco, m, d, n, rounds, data, copies)
         nv = m.nv
         want = np.concatenate([fd, tau, M.ravel(), M.ravel()])
         if first.size != want.size or _rel(first, want) > 1e-12:
@@ -278,7 +276,8 @@ def bench_robot(mujoco, spec: str, n: int, rounds: int, c_exe) -> dict:
             "mujoco": mujoco.__version__, "check": check, "inertia_note": inertia_note(mujoco, m, mb), **times}
 
 
-def run(robots=None, n: int = 10000, rounds: int = 7, python: bool = False, verbose: bool = True) -> dict:
+def run(robots=None, n: int = 10000, rounds: int = 7, python: bool = False, verbose: bool = True,
+        copies: int = COPIES) -> dict:
     """Time MuJoCo on every robot; {robot spec: results} ({} when mujoco is not installed)."""
     try:
         import mujoco
@@ -299,10 +298,10 @@ def run(robots=None, n: int = 10000, rounds: int = 7, python: bool = False, verb
         if isinstance(tc, str):
             print(f"mujoco_peer: {tc}; timing from Python instead of C")
         else:
-            c_exe = _compile_c(*tc)
+            c_exe = (_compile_c(*tc), tc[2])
     results = {}
     for spec in robots:
-        results[spec] = r = bench_robot(mujoco, spec, n, rounds, c_exe)
+        results[spec] = r = bench_robot(mujoco, spec, n, rounds, c_exe, copies)
         if verbose:
             print(f"mujoco {r['mujoco']} {spec:22} nv={r['nv']:3d}  " + "  ".join(f"{k} {r[k]:7.3f}" for k in PATHS)
                   + f"  us/state, timed in {r['timed_in']}  (vs symgen: "
@@ -323,7 +322,7 @@ def main(argv=None) -> int:
     ap = robot_parser(__doc__)
     ap.add_argument("--python", action="store_true", help="time from Python even when C is available")
     args = ap.parse_args(argv)
-    return report(run(args.robots, args.n, args.rounds, python=args.python), args.json, table)
+    return report(run(args.robots, args.n, args.rounds, python=args.python, copies=args.copies), args.json, table)
 
 
 if __name__ == "__main__":

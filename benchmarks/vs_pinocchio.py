@@ -2,7 +2,7 @@
 optional plain-C sections: symgen's C from a C main(), Pinocchio's C++ and MuJoCo.
 
     python benchmarks/vs_pinocchio.py [--robots arm6 arm7 quadruped:floating humanoid:floating ...]
-                                      [--n 10000] [--single 10000] [--rounds 7]
+                                      [--n 10000] [--single 10000] [--rounds 7] [--copies 5] [--repeats 3]
                                       [--c] [--mujoco] [--pin-cpp] [--all] [--json results.json]
 
 A robot is a URDF path or a name in examples/models/; ``:floating`` gives it a floating base.
@@ -32,7 +32,8 @@ Optional sections (each is also a script of its own; see its docstring):
   about 3 minutes the first time; the binary is reused afterwards);
 * ``--all``      all three.
 
-Each runs with the same ``--robots``, ``--n`` and ``--rounds``, and the sections run ``--repeats`` times in
+Each runs with the same ``--robots``, ``--n``, ``--rounds`` and ``--copies`` (each C program runs that many
+times from fresh copies of its file; see ``bench_common.run_copies``), and the sections run ``--repeats`` times in
 turn (symgen C, MuJoCo, Pinocchio C++, symgen C, ...), each number the median over the repeats, so that the
 drift of a shared machine hits every side alike.  Then a summary table per robot, rows
 fd / id / M, columns symgen C (``--c``), symgen batch (this script), pin C++ (``--pin-cpp``), MuJoCo C
@@ -221,7 +222,7 @@ def main(argv=None) -> int:
             if getattr(args, flag):
                 print(f"\n== {script} ({rep + 1}/{args.repeats})", flush=True)
                 mod = load_script(script, f"symgen_bench_{key}")
-                runs.setdefault(key, []).append(mod.run(args.robots, args.n, args.rounds))
+                runs.setdefault(key, []).append(mod.run(args.robots, args.n, args.rounds, copies=args.copies))
     for key, reps in runs.items():
         results[key] = _median_of_runs(reps)
     results["summary"] = summary(results)

@@ -254,7 +254,8 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
         header, source, kernels = render.render_hinge(h, s, template_path=template_path)
         manifest = {"slug": s, "label": h.spec.label(), "nq": h.nq, "nu": h.nu,
                     "kernels": {k.name: {"c_name": k.c_name, "inputs": list(k.inputs), "out_shape": list(k.out_shape),
-                                         "flops": k.flops, "status": k.returns_status} for k in kernels},
+                                         "flops": k.flops, "status": k.returns_status} for k in kernels
+                                if not k.internal},
                     "structure": emit.kernel_structure(h)}
         return {f"{s}.c": source, f"{s}.h": header}, manifest
 
@@ -430,7 +431,7 @@ def cached_model_sources(model):
     from . import soa
 
     text = json.dumps(dataclasses.asdict(model), sort_keys=True, default=str)
-    limits = f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}"   # the straight-line / loop choice
+    limits = f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}|{soa.AVX2_COPY_MIN_LINES}"  # form choices
     key = hashlib.sha256((text + _package_fingerprint() + limits).encode()).hexdigest()[:24]
     return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model))
 

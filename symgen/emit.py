@@ -29,6 +29,9 @@ from .spatial import stumpff
 #: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
 C_KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "coord_map_dot", "bias", "pose_gradient",
              "ortho_complement")
+#: the kernels a model calls with its hinges' sines and cosines computed up front, in one vectorized loop
+#: (``sg_<slug>_<kernel>_sc``, see :func:`hinge_trig_args`)
+TRIG_KERNELS = ("transform", "coord_map", "coord_map_dot")
 
 
 class SgCPrinter(C99CodePrinter):
@@ -87,6 +90,8 @@ class CKernel:
     helpers: set = field(default_factory=set)
     returns_status: bool = False
     doc: str = ""
+    p_stride: int = 36       # doubles of p per state in the _batch variant
+    internal: bool = False   # called by model code only: not in the hinge manifest's kernel table
 
     @property
     def out_size(self) -> int:
@@ -136,13 +141,19 @@ def _flops(exprs) -> int:
     return int(sum(sp.count_ops(e) for e in exprs))
 
 
-def emit_statements(exprs, slots, out_name="out", out_offset=0, temp_prefix="t"):
+def emit_statements(exprs, slots, out_name="out", out_offset=0, temp_prefix="t", trig_index=None):
     """C lines computing ``out[out_offset + i] = exprs[i]`` with trig hoisting and joint CSE.
-    Returns (lines, flops, helpers)."""
+    ``trig_index`` ({argument: k}): the sines and cosines are given, ``sin a_k = p[2 k]``,
+    ``cos a_k = p[2 k + 1]``, instead of computed.  Returns (lines, flops, helpers)."""
     exprs = [sp.sympify(e) for e in exprs]
     if not exprs:
         return [f"(void){out_name};  /* empty output */"], 0, set()
     trig_defs, hoisted = _hoist_trig(exprs)
+    if trig_index is not None:
+        slots = dict(slots)
+        for sym, value in trig_defs:
+            slots[sym] = f"p[{2 * trig_index[value.args[0]] + (1 if isinstance(value, sp.cos) else 0)}]"
+        trig_defs = []
     nonconst = [i for i, e in enumerate(hoisted) if not e.is_number]
     repl, reduced = sp.cse([hoisted[i] for i in nonconst],
                            symbols=sp.numbered_symbols(temp_prefix, real=True), order="none")
@@ -202,12 +213,37 @@ def emit_hinge(h: Hinge, slug: str | None = None) -> list:
         shape = (M.shape[0],) if name == "bias" else tuple(M.shape)
         out.append(CKernel(name, f"sg_{slug}_{name}", inputs, shape, lines, flops, helpers,
                            doc=_DOCS[name]))
+    args = hinge_trig_args(h)
+    if args:
+        index = {a: k for k, a in enumerate(args)}
+        printer = SgCPrinter(_slots(h))
+        given = ", ".join(printer.doprint(a) for a in args)
+        for name in TRIG_KERNELS:
+            M = getattr(h, name)
+            lines, flops, helpers = emit_statements(list(M), _slots(h), trig_index=index)
+            inputs = ("q", "u", "p") if name in NEEDS_U else ("q", "p")
+            out.append(CKernel(f"{name}_sc", f"sg_{slug}_{name}_sc", inputs, tuple(M.shape), lines, flops, helpers,
+                               doc=f"{_DOCS[name]}; given p = (sin a, cos a) for each a in ({given})",
+                               p_stride=2 * len(args), internal=True))
     if h.has_sanitize:
         lines, flops, helpers = emit_statements(list(h.sanitize_expr), _slots(h))
         out.append(CKernel("sanitize", f"sg_{slug}_sanitize", ("q",), (h.nq,), lines, flops,
                            helpers, doc=_DOCS["sanitize"]))
     out.append(_emit_atbi(h, slug))
     return out
+
+
+def hinge_trig_args(h: Hinge) -> list:
+    """The arguments a of every sin(a) / cos(a) in the hinge's :data:`TRIG_KERNELS`, in a fixed order: a model
+    computes their sines and cosines together, up front (``sg_sincos_n``), and calls the ``_sc`` kernels.
+    Empty when there are none, or when one depends on more than Q."""
+    found = set()
+    for name in TRIG_KERNELS:
+        for e in getattr(h, name):
+            found |= {f.args[0] for f in sp.sympify(e).atoms(sp.sin, sp.cos)}
+    if any(not a.free_symbols <= set(h.q) for a in found):
+        return []
+    return sorted(found, key=sp.default_sort_key)
 
 
 def _emit_atbi(h: Hinge, slug: str) -> CKernel:
@@ -267,6 +303,36 @@ def _pose12(pose) -> list:
     return list(np.asarray(pose.R, dtype=float).ravel()) + list(pose.xyz)
 
 
+class _HingeCalls:
+    """The hinge kernel calls of one model function.  The sines and cosines that a call's ``_sc`` kernel takes
+    are gathered here and computed up front, in one ``sg_sincos_n`` loop: :meth:`head` goes before the calls."""
+
+    def __init__(self, layout: dict, slugs: dict):
+        self._layout, self._slugs = layout, slugs
+        self._angles, self._offset = [], {}
+
+    def __call__(self, b, kernel: str, out: str, q: str = "q", u: str = "u") -> str:
+        L, slug = self._layout[b.name], self._slugs[b.name]
+        q0, u0 = L["q"][0], L["u"][0]
+        args = L["structure"].get("trig_args") if kernel in TRIG_KERNELS else None
+        if not args:
+            return f"sg_{slug}_{kernel}({q} + {q0}, {u} + {u0}, 0, {out});"
+        if b.name not in self._offset:
+            self._offset[b.name] = len(self._angles)
+            shift = lambda m: f"{q}[{q0 + int(m.group(1))}]"  # noqa: E731
+            self._angles += [(re.sub(r"\bq\[(\d+)\]", shift, a), b.name) for a in args]
+        return f"sg_{slug}_{kernel}_sc({q} + {q0}, {u} + {u0}, sc + {2 * self._offset[b.name]}, {out});"
+
+    def head(self) -> list:
+        n = len(self._angles)
+        if not n:
+            return []
+        return ([f"double ang[{n}], sc[{2 * n}];  /* the hinges' angles; sc = (sin, cos) of each */"]
+                + [f"ang[{i}] = {a};  /* '{name}' */" for i, (a, name) in enumerate(self._angles)]
+                + [f"sg_sincos_n({n}, ang, sc);"])
+
+
+
 def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
     """C pieces of a model's translation unit (constants and unrolled per-body statements).
 
@@ -282,7 +348,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
     max_nu = max([1] + [layout[b.name]["nu"] for b in model.bodies])
     onode = [_c_array(_pose12(b.onode)) for b in model.bodies]
     pnode_inv = [_c_array(_pose12(b.pnode.inverse())) for b in model.bodies]
-    kin, qdot, sanitize, poses = [], [], [], ["double X[16];"]
+    kin, qdot, sanitize, poses = [], [], [], []
+    kin_calls, pose_calls = _HingeCalls(layout, slugs), _HingeCalls(layout, slugs)
     hmap_cases = []
     for k, b in enumerate(model.bodies):
         L, s = layout[b.name], slugs[b.name]
@@ -290,13 +357,11 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
         parent = "0" if b.parent == "newtonian" else f"out + {index[b.parent]} * {B}"
         kin += [f"/* body {k} '{b.name}' <- '{b.parent}' by hinge '{b.hinge_name}' ({b.hinge_type}): "
                 f"Q[{q0}:{q0 + hnq}], U[{u0}:{u0 + hnu}] */",
-                f"{'sg_' + s}_transform(q + {q0}, u + {u0}, 0, X);",
-                f"{'sg_' + s}_coord_map(q + {q0}, u + {u0}, 0, H);",
-                f"{'sg_' + s}_coord_map_dot(q + {q0}, u + {u0}, 0, Hd);",
+                kin_calls(b, "transform", "X"), kin_calls(b, "coord_map", "H"), kin_calls(b, "coord_map_dot", "Hd"),
                 f"sg_link_body({nu}, {hnu}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], {parent}, u, out + {k} * {B});"]
         hmap_cases.append(f"case {k}: sg_{s}_coord_map(q + {q0}, u, 0, H); break;  /* '{b.name}' */")
         pparent = "0" if b.parent == "newtonian" else f"out + {index[b.parent]} * 12"
-        poses += [f"sg_{s}_transform(q + {q0}, u, 0, X);  /* body {k} '{b.name}' */",
+        poses += [pose_calls(b, "transform", "X") + f"  /* body {k} '{b.name}' */",
                   f"sg_link_pose(X, onode[{k}], pnode_inv[{k}], {pparent}, out + {k} * 12);"]
         if hnq:
             qdot += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
@@ -308,10 +373,12 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
     dyn = _emit_model_dynamics(model, layout, slugs, index, nu, name)
     return {"nb": nb, "nq": nq, "nu": nu, "block": B, "onode": onode, "pnode_inv": pnode_inv, **dyn,
-            "kinematics_lines": [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin,
+            "kinematics_lines": [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin_calls.head() + kin,
+            "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"].get("trig_args") for b in model.bodies)
+            else [],
             "qdot_lines": ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)out; (void)sg_matvec;"],
             "sanitize_lines": (["int i;"] + sanitize) if sanitize else ["(void)out;"],
-            "kinematics_size": nb * B, "poses_lines": poses, "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu}
+            "kinematics_size": nb * B, "poses_lines": ["double X[16];"] + pose_calls.head() + poses, "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu}
 
 
 def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
@@ -321,6 +388,7 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
     ``atbi_matrices``."""
     import numpy as np
 
+    from . import soa
     from .runtime.numeric import np_skew
 
     nb = len(model.bodies)
@@ -335,18 +403,17 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
         parent_of.append(-1 if b.parent == "newtonian" else index[b.parent])
         uo.append(layout[b.name]["u"][0])
         nuh.append(layout[b.name]["nu"])
-    fwd = [f"sg_body_t bd[{nb}];", f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];",
-           "static const double zero6[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};",
-           f"sg_bodies_clear(bd, {nb});"]
+    calls = _HingeCalls(layout, slugs)
+    fwd = []
     for k, b in enumerate(model.bodies):
-        L, s = layout[b.name], slugs[b.name]
-        q0, u0 = L["q"][0], L["u"][0]
+        u0 = layout[b.name]["u"][0]
         vpar = "zero6" if parent_of[k] < 0 else f"bd[{parent_of[k]}].V"
         fwd += [f"/* body {k} '{b.name}' <- '{b.parent}' ({b.hinge_type}) */",
-                f"sg_{s}_transform(q + {q0}, u + {u0}, 0, X);",
-                f"sg_{s}_coord_map(q + {q0}, u + {u0}, 0, H);",
-                f"sg_{s}_coord_map_dot(q + {q0}, u + {u0}, 0, Hd);",
+                calls(b, "transform", "X"), calls(b, "coord_map", "H"), calls(b, "coord_map_dot", "Hd"),
                 f"sg_dyn_body({nuh[k]}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], inertia[{k}], {vpar}, u, &bd[{k}]);"]
+    fwd = [f"sg_body_t bd[{nb}];", f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];",
+           "static const double zero6[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};",
+           f"sg_bodies_clear(bd, {nb});"] + calls.head() + fwd
     grav = ["const double alpha0[6] = {0.0, 0.0, 0.0, -p[0], -p[1], -p[2]};  /* gravity as a base acceleration */"]
     fd = fwd + grav + [f"double step[{2 * 36 + 36 + 36}];",
                         "(void)sg_atbi_generic;  /* used only by bodies whose pnode is not the body frame */",
@@ -393,6 +460,7 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
     return {"inertia": inertia, "parent_of": ", ".join(map(str, parent_of)), "uo": ", ".join(map(str, uo)),
             "nuh": ", ".join(map(str, nuh)), "fd_lines": fd, "mm_lines": mm, "fd_traced": fd_traced,
             "id_traced": id_traced,
+            "dispatch": "SG_CLONES " if traced["fd"] is not None and len(traced["fd"]) >= soa.AVX2_COPY_MIN_LINES else "",
             "p_size": 3 + nu + 6 * nb, "mats_size": 216 * nb}
 
 
@@ -418,7 +486,9 @@ def kernel_structure(h: Hinge) -> dict:
             out.append(hit)
         return out
 
+    printer = SgCPrinter(_slots(h))
     return {"transform": consts(h.transform), "coord_map": consts(h.coord_map),
+            "trig_args": [printer.doprint(a) for a in hinge_trig_args(h)],
             "coord_map_dot": consts(h.coord_map_dot), "transform_alias": aliases(h.transform),
             "coord_map_alias": aliases(h.coord_map), "coord_map_dot_alias": aliases(h.coord_map_dot)}
 
@@ -443,14 +513,17 @@ def _traced_dynamics(model, layout, slugs, index, nu, inertia) -> dict:
             M=[[float(x) for x in row] for row in inertia[k]],
             X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"],
             X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"]))
-    fd = _trace_function(soa.atbi, bodies, nu)
+    def trace(fn):
+        return _trace_function(fn, bodies, nu, model.bodies, _HingeCalls(layout, slugs))
+
+    fd = trace(soa.atbi)
     straight = len(fd) <= soa.STRAIGHT_LINE_LIMIT
     unroll_crba = soa.crba_steps(bodies) <= soa.CRBA_UNROLL_LIMIT
-    return {"fd": fd if straight else None, "id": _trace_function(soa.rnea, bodies, nu) if straight else None,
-            "mm": _trace_function(soa.crba, bodies, nu) if unroll_crba else None}
+    return {"fd": fd if straight else None, "id": trace(soa.rnea) if straight else None,
+            "mm": trace(soa.crba) if unroll_crba else None}
 
 
-def _trace_function(fn, bodies, nu) -> list:
+def _trace_function(fn, bodies, nu, model_bodies, calls) -> list:
     """Trace one algorithm; prepend the hinge kernel calls whose outputs the live code reads."""
     from .soa import NotPositiveDefinite
     from .tape import Tape
@@ -464,11 +537,11 @@ def _trace_function(fn, bodies, nu) -> list:
                 f"return {e.k + 1};  /* D of '{b.name}' is constant and not positive definite */"]
     body = T.lines()
     arrays = T.live_arrays()
-    head = ["(void)q; (void)u; (void)p; (void)out;"]
-    for b in bodies:
+    head = []
+    for b, mb in zip(bodies, model_bodies):
         for arr, kernel, size in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
                                   (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)):
             if arr in arrays:
                 head.append(f"double {arr}[{size}];  /* '{b.name}' */")
-                head.append(f"sg_{b.slug}_{kernel}(q + {b.q0}, u + {b.u0}, 0, {arr});")
-    return head + body
+                head.append(calls(mb, kernel, arr))
+    return ["(void)q; (void)u; (void)p; (void)out;"] + calls.head() + head + body

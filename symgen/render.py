@@ -28,7 +28,7 @@ def _batch_lines(k: emit.CKernel, nq: int, nu: int) -> list:
     args = ", ".join([
         f"q + (long)i * {nq}" if "q" in k.inputs and nq else "q",
         f"u + (long)i * {nu}" if "u" in k.inputs and nu else "u",
-        "p + (long)i * 36" if "p" in k.inputs else "p",
+        f"p + (long)i * {k.p_stride}" if "p" in k.inputs else "p",
         f"out + (long)i * {k.out_size}",
     ])
     if k.returns_status:

@@ -27,6 +27,11 @@ CRBA_UNROLL_LIMIT = 1200
 #: dynamics call the per-body helpers instead (C compilers take time superlinear in a function's length:
 #: 190 s for a 200-body chain)
 STRAIGHT_LINE_LIMIT = 10000
+#: from this many lines of straight-line forward dynamics (about 16 PIN bodies) the straight-line FD, ID
+#: and M get an AVX2 copy picked at load time (templates/model.c.jinja).  Below it they are short enough that
+#: the copy measured no faster (arm7: 1,100 lines, same time; quadruped: 2,200 lines, FD 17% faster) and it
+#: would only double their compile time.
+AVX2_COPY_MIN_LINES = 2000
 
 
 class NotPositiveDefinite(Exception):

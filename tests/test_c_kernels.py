@@ -56,6 +56,34 @@ def test_c_equals_lambdify(pair):
         assert_close(k.sanitize(Qbig), h.sanitize(Qbig), 1e-12, "sanitize")
 
 
+def test_kernels_given_sines_and_cosines(pair):
+    """The *_sc variants that model code calls (the hinge's angles' sines and cosines computed up front, see
+    symgen.emit.hinge_trig_args) against the kernels that compute them, and against lambdify: 1e-12."""
+    from symgen.emit import TRIG_KERNELS, hinge_trig_args
+
+    h, k = pair
+    args = hinge_trig_args(h)
+    assert len(k.manifest["structure"]["trig_args"]) == len(args)
+    if not args:
+        assert not any(hasattr(k._lib, f"sg_{k.manifest['slug']}_{n}_sc") for n in TRIG_KERNELS)
+        return
+    import sympy as sp
+
+    Q, U = _batch(h, 5)
+    angles = sp.lambdify([list(h.q)], args, "numpy")
+    A = np.array([np.broadcast_to(np.asarray(angles(q), float), len(args)) for q in Q])
+    P = np.ascontiguousarray(np.stack([np.sin(A), np.cos(A)], axis=2).reshape(len(Q), 2 * len(args)))
+    for name in TRIG_KERNELS:
+        want = getattr(k, name)(Q, U) if name in QU_KERNELS else getattr(k, name)(Q)
+        got = np.empty_like(want)
+        fn = getattr(k._lib, f"sg_{k.manifest['slug']}_{name}_sc_batch")
+        fn(len(Q), k._ffi.from_buffer("double[]", Q), k._ffi.from_buffer("double[]", np.ascontiguousarray(U)),
+           k._ffi.from_buffer("double[]", P), k._ffi.from_buffer("double[]", got, require_writable=True))
+        assert_close(got, want, 1e-12, f"{name}_sc vs {name}")
+        ref = h.numeric(name)(Q, U) if name in QU_KERNELS else h.numeric(name)(Q)
+        assert_close(got, ref, 1e-12, f"{name}_sc vs lambdify")
+
+
 def test_identities_on_compiled_kernels(pair):
     """The symbolic layer's identities, evaluated through the C kernels only."""
     h, k = pair
@@ -203,12 +231,24 @@ def test_plain_c_main_calls_kernels(sources, compiled):
     assert vals[-1] == 0
 
 
+_SINCOS_DRIVERS = {   # many(n, x, s, c) over each helper
+    "sincos": "void many(int n, const double *x, double *s, double *c) "
+              "{ int i; for (i = 0; i < n; ++i) sg_sincos(x[i], s + i, c + i); }",
+    "sincos_n": "void many(int n, const double *x, double *s, double *c) "
+                "{ int i, k; double sc[2 * 1000]; for (i = 0; i < n; i += 1000) { int m = n - i < 1000 ? n - i : 1000; "
+                "sg_sincos_n(m, x + i, sc); for (k = 0; k < m; ++k) { s[i + k] = sc[2 * k]; c[i + k] = sc[2 * k + 1]; } } }",
+}
+
+
 @pytest.mark.skipif(CC is None, reason="no C compiler")
-def test_sg_sincos_within_two_ulp_of_libm(tmp_path):
-    """The generated kernels' shared-reduction sine and cosine (helpers/sincos) against the C library's
-    sin and cos (Python's math module): within 2 ulp over random angles in [-1e5, 1e5] and [-10, 10], at and
-    next to every multiple of pi/2 up to 1e5 (where the reduction cancels), and at 0, -0 (sin gives +0, a
-    sign no kernel looks at), subnormals; inf, nan and |x| > 1e5 go to libm."""
+@pytest.mark.parametrize("helper", sorted(_SINCOS_DRIVERS))
+def test_sg_sincos_within_two_ulp_of_libm(tmp_path, helper):
+    """The generated code's sine and cosine with one shared range reduction against the C library's sin and
+    cos (Python's math module): helpers/sincos (one angle, in the hinge kernels) and helpers/sincos_n (a
+    model's hinge angles in one vectorizable loop), built with -O3 as the modules are.  Within 2 ulp over
+    random angles in [-1e5, 1e5] and [-10, 10], at and next to every multiple of pi/2 up to 1e5 (where the
+    reduction cancels), and at 0, -0 (sin gives +0, a sign no kernel looks at), subnormals; inf, nan and
+    |x| > 1e5 go to libm."""
     import math
 
     import cffi
@@ -217,13 +257,13 @@ def test_sg_sincos_within_two_ulp_of_libm(tmp_path):
 
     ffi = cffi.FFI()
     ffi.cdef("void many(int n, const double *x, double *s, double *c);")
-    src = environment().get_template("helpers/sincos.c.jinja").render()
-    ffi.set_source("_sg_sincos_test", "#include <math.h>\n" + src + "\nvoid many(int n, const double *x, double *s, "
-                   "double *c) { int i; for (i = 0; i < n; ++i) sg_sincos(x[i], s + i, c + i); }\n",
-                   extra_compile_args=["-O2"])   # strictness: the hinge files that include it are checked above
+    src = environment().get_template(f"helpers/{helper}.c.jinja").render()
+    name = f"_sg_{helper}_test"
+    ffi.set_source(name, "#include <math.h>\n" + src + "\n" + _SINCOS_DRIVERS[helper] + "\n",
+                   extra_compile_args=["-O3"])   # strictness: the files that include it are checked elsewhere
     lib_path = ffi.compile(tmpdir=str(tmp_path))
     import importlib.util
-    spec = importlib.util.spec_from_file_location("_sg_sincos_test", lib_path)
+    spec = importlib.util.spec_from_file_location(name, lib_path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     rng = np.random.default_rng(11)

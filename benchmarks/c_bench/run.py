@@ -1,7 +1,7 @@
 """symgen's generated C timed from a plain C main() (no Python in the loop): issue 6, way (c).
 
     python benchmarks/c_bench/run.py [--robots arm6 arm7 quadruped:floating humanoid:floating ...]
-                                     [--n 10000] [--rounds 7] [--json results.json]
+                                     [--n 10000] [--rounds 7] [--copies 5] [--json results.json]
 
 A robot is a URDF path or a name in examples/models/; ``:floating`` gives it a floating base.
 
@@ -22,13 +22,19 @@ interleaved rounds after a warm-up pass, and reports the median µs per state of
 * ``M``     ``sg_<name>_mass_matrix(q, u, p, out)`` (nU x nU)
 * ``poses`` ``sg_<name>_poses(q, u, p, out)`` (12 per body)
 
+The executable runs ``--copies`` times, each time from a fresh copy of its file, and each number is the
+median over the copies, with ``*_spread`` the lowest and highest copy (``bench_common.run_copies``): on
+the benchmark VM one and the same binary measured up to 25% apart from one copy of its file to another
+(the physical pages its code lands on; the long straight-line functions are the most exposed).
+
 Per call the timed loop also copies T_i (nU doubles) into p.  Before timing, the main writes its outputs
 for state 0; they must equal the cffi module's ``forward_dynamics``, ``inverse_dynamics``,
 ``mass_matrix`` and poses for the same state to 1e-12 relative (max abs difference over max abs value),
 else this script fails.  Without a C compiler it prints a message and exits 0.
 
-From Python: ``run(robots, n, rounds) -> {robot: {"fd", "id", "M", "poses" (median µs), "*_min",
-"nq", "nu", "nb", "check" (largest relative deviation), "flags"}}`` ({} when skipped).
+From Python: ``run(robots, n, rounds, copies=5) -> {robot: {"fd", "id", "M", "poses" (median µs), "*_min",
+"*_spread", "nq", "nu", "nb", "check" (largest relative deviation), "flags", "copies"}}`` ({} when
+skipped).
 """
 from __future__ import annotations
 
@@ -43,7 +49,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from bench_common import DEFAULT_ROBOTS, parse_robot, report, robot_parser, slug, states  # noqa: E402
+from bench_common import COPIES, DEFAULT_ROBOTS, parse_robot, report, robot_parser, run_copies, slug, states  # noqa: E402
 
 BUILD = HERE / "build"
 KERNELS = ("fd", "id", "M", "poses")
@@ -89,7 +95,7 @@ def _rel(a, b) -> float:
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)) if b.size else 0.0
 
 
-def bench_robot(spec: str, n: int, rounds: int, cc) -> dict:
+def bench_robot(spec: str, n: int, rounds: int, cc, copies: int = COPIES) -> dict:
     from symgen.build import build_model, cached_model_sources
     from symgen.model import load_model
 
@@ -111,9 +117,7 @@ def bench_robot(spec: str, n: int, rounds: int, cc) -> dict:
     Q, U, T = states(mb, n)
     for fname, a in (("q", Q), ("u", U), ("t", T), ("g", np.asarray(manifest["gravity"], float))):
         np.ascontiguousarray(a, dtype=np.float64).tofile(d / f"{fname}.bin")
-    res = subprocess.run([str(exe), str(d), str(n), str(rounds)], capture_output=True, text=True)
-    if res.returncode:
-        raise RuntimeError(f"c_bench: {exe} failed ({res.returncode}): {res.stderr.strip()}")
+    times = run_copies([exe, d, n, rounds], copies, what="c_bench")
 
     first = np.fromfile(d / "first.bin")
     R, p = mb._poses(Q[:1])
@@ -128,15 +132,11 @@ def bench_robot(spec: str, n: int, rounds: int, cc) -> dict:
         raise RuntimeError(f"c_bench: {spec}: the C main's state-0 outputs differ from symgen's Python call "
                            f"(relative deviations {errs}, {first.size} values for {at} expected; tol {CHECK_TOL})")
 
-    out = {"name": name, "nq": nq, "nu": nu, "nb": nb, "n": n, "rounds": rounds, "flags": flags,
-           "check": max(errs.values())}
-    for line in res.stdout.splitlines():
-        k, med, lo = line.split()
-        out[k], out[f"{k}_min"] = float(med), float(lo)
-    return out
+    return {"name": name, "nq": nq, "nu": nu, "nb": nb, "n": n, "rounds": rounds, "copies": copies,
+            "flags": flags, "check": max(errs.values()), **times}
 
 
-def run(robots=None, n: int = 10000, rounds: int = 7, verbose: bool = True) -> dict:
+def run(robots=None, n: int = 10000, rounds: int = 7, verbose: bool = True, copies: int = COPIES) -> dict:
     """Time every robot's generated kernels from plain C; {robot spec: results} ({} without a compiler)."""
     robots = list(robots or DEFAULT_ROBOTS)
     cc = _compiler()
@@ -145,7 +145,7 @@ def run(robots=None, n: int = 10000, rounds: int = 7, verbose: bool = True) -> d
         return {}
     results = {}
     for spec in robots:
-        results[spec] = r = bench_robot(spec, n, rounds, cc)
+        results[spec] = r = bench_robot(spec, n, rounds, cc, copies)
         if verbose:
             print(f"c_bench {spec:22} nU={r['nu']:3d}  " + "  ".join(f"{k} {r[k]:7.3f}" for k in KERNELS)
                   + f"  us/state  (state-0 check {r['check']:.1e})", flush=True)
@@ -161,7 +161,7 @@ def table(results: dict) -> str:
 
 def main(argv=None) -> int:
     args = robot_parser(__doc__).parse_args(argv)
-    return report(run(args.robots, args.n, args.rounds), args.json, table)
+    return report(run(args.robots, args.n, args.rounds, copies=args.copies), args.json, table)
 
 
 if __name__ == "__main__":

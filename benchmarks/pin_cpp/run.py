@@ -2,7 +2,7 @@
 
     pip install cmeel-eigen            # Eigen headers (the pin wheel ships Pinocchio's and Boost's, not Eigen's)
     python benchmarks/pin_cpp/run.py [--robots arm6 arm7 quadruped:floating humanoid:floating ...]
-                                     [--n 10000] [--rounds 7] [--json results.json]
+                                     [--n 10000] [--rounds 7] [--copies 5] [--json results.json]
 
 A robot is a URDF path or a name in examples/models/; ``:floating`` gives it a free-flyer root.
 
@@ -17,10 +17,12 @@ opt-in that adds ``-march=native`` to symgen's modules) it builds and runs ``pin
 
 ``pin_bench ROBOT N ROUNDS`` draws its own N random states (``randomConfiguration`` in [-2, 2], v and tau
 uniform in [-1, 1]), warms up, times ``--rounds`` rounds of each algorithm in turn and reports the median
-(and minimum) µs per call.  Skips cleanly (message, exit 0) when Pinocchio, its or Eigen's headers, or a C++
+(and minimum) µs per call.  It runs ``--copies`` times (default 5), each from a fresh copy of the binary,
+and each number is the median over the copies (``bench_common.run_copies``).  Skips cleanly (message, exit 0) when Pinocchio, its or Eigen's headers, or a C++
 compiler are missing.
 
-From Python: ``run(robots, n, rounds) -> {robot: {"aba", "rnea", "crba" (median µs), "aba_min", ...}}``
+From Python: ``run(robots, n, rounds, copies=5) -> {robot: {"aba", "rnea", "crba" (median µs), "aba_min",
+"aba_spread", ...}}``
 ({} when skipped).
 """
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from bench_common import DEFAULT_ROBOTS, parse_robot, report, robot_parser, slug  # noqa: E402
+from bench_common import COPIES, DEFAULT_ROBOTS, parse_robot, report, robot_parser, run_copies, slug  # noqa: E402
 
 ALGORITHMS = ("aba", "rnea", "crba")
 SUPPORTED = {"JointModelRX", "JointModelRY", "JointModelRZ", "JointModelRUBX", "JointModelRUBY", "JointModelRUBZ",
@@ -122,7 +124,7 @@ def build(robots, verbose: bool = True):
     return exe
 
 
-def run(robots=None, n: int = 10000, rounds: int = 7, verbose: bool = True) -> dict:
+def run(robots=None, n: int = 10000, rounds: int = 7, verbose: bool = True, copies: int = COPIES) -> dict:
     """Time Pinocchio's C++ aba / rnea / crba on every robot: {robot: {"aba", "rnea", "crba", "*_min"}} in µs
     per call ({} when skipped)."""
     robots = list(robots or DEFAULT_ROBOTS)
@@ -131,12 +133,7 @@ def run(robots=None, n: int = 10000, rounds: int = 7, verbose: bool = True) -> d
         return {}
     results = {}
     for spec in robots:
-        out = subprocess.run([str(exe), spec, str(n), str(rounds)], capture_output=True, text=True, check=True).stdout
-        r = {}
-        for line in out.splitlines():
-            k, med, lo = line.split()
-            r[k], r[f"{k}_min"] = float(med), float(lo)
-        results[spec] = r
+        results[spec] = r = run_copies([exe, spec, n, rounds], copies, what="pin_cpp")
         if verbose:
             print(f"pin_cpp {spec:22} " + "  ".join(f"{k} {r[k]:7.3f}" for k in ALGORITHMS) + "  us/call", flush=True)
     return results
@@ -144,7 +141,7 @@ def run(robots=None, n: int = 10000, rounds: int = 7, verbose: bool = True) -> d
 
 def main(argv=None) -> int:
     args = robot_parser(__doc__, n_help="random states (default 10000)").parse_args(argv)
-    return report(run(args.robots, args.n, args.rounds), args.json)
+    return report(run(args.robots, args.n, args.rounds, copies=args.copies), args.json)
 
 
 if __name__ == "__main__":
