@@ -311,17 +311,18 @@ class _HingeCalls:
         self._layout, self._slugs = layout, slugs
         self._angles, self._offset = [], {}
 
-    def __call__(self, b, kernel: str, out: str, q: str = "q", u: str = "u") -> str:
-        L, slug = self._layout[b.name], self._slugs[b.name]
+    def __call__(self, body: str, kernel: str, out: str) -> str:
+        """``out`` = the kernel of the named body's hinge."""
+        L, slug = self._layout[body], self._slugs[body]
         q0, u0 = L["q"][0], L["u"][0]
-        args = L["structure"].get("trig_args") if kernel in TRIG_KERNELS else None
+        args = L["structure"]["trig_args"] if kernel in TRIG_KERNELS else None
         if not args:
-            return f"sg_{slug}_{kernel}({q} + {q0}, {u} + {u0}, 0, {out});"
-        if b.name not in self._offset:
-            self._offset[b.name] = len(self._angles)
-            shift = lambda m: f"{q}[{q0 + int(m.group(1))}]"  # noqa: E731
-            self._angles += [(re.sub(r"\bq\[(\d+)\]", shift, a), b.name) for a in args]
-        return f"sg_{slug}_{kernel}_sc({q} + {q0}, {u} + {u0}, sc + {2 * self._offset[b.name]}, {out});"
+            return f"sg_{slug}_{kernel}(q + {q0}, u + {u0}, 0, {out});"
+        if body not in self._offset:
+            self._offset[body] = len(self._angles)
+            shift = lambda m: f"q[{q0 + int(m.group(1))}]"  # noqa: E731
+            self._angles += [(re.sub(r"\bq\[(\d+)\]", shift, a), body) for a in args]
+        return f"sg_{slug}_{kernel}_sc(q + {q0}, u + {u0}, sc + {2 * self._offset[body]}, {out});"
 
     def head(self) -> list:
         n = len(self._angles)
@@ -330,7 +331,6 @@ class _HingeCalls:
         return ([f"double ang[{n}], sc[{2 * n}];  /* the hinges' angles; sc = (sin, cos) of each */"]
                 + [f"ang[{i}] = {a};  /* '{name}' */" for i, (a, name) in enumerate(self._angles)]
                 + [f"sg_sincos_n({n}, ang, sc);"])
-
 
 
 def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
@@ -357,11 +357,12 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
         parent = "0" if b.parent == "newtonian" else f"out + {index[b.parent]} * {B}"
         kin += [f"/* body {k} '{b.name}' <- '{b.parent}' by hinge '{b.hinge_name}' ({b.hinge_type}): "
                 f"Q[{q0}:{q0 + hnq}], U[{u0}:{u0 + hnu}] */",
-                kin_calls(b, "transform", "X"), kin_calls(b, "coord_map", "H"), kin_calls(b, "coord_map_dot", "Hd"),
+                kin_calls(b.name, "transform", "X"), kin_calls(b.name, "coord_map", "H"),
+                kin_calls(b.name, "coord_map_dot", "Hd"),
                 f"sg_link_body({nu}, {hnu}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], {parent}, u, out + {k} * {B});"]
         hmap_cases.append(f"case {k}: sg_{s}_coord_map(q + {q0}, u, 0, H); break;  /* '{b.name}' */")
         pparent = "0" if b.parent == "newtonian" else f"out + {index[b.parent]} * 12"
-        poses += [pose_calls(b, "transform", "X") + f"  /* body {k} '{b.name}' */",
+        poses += [pose_calls(b.name, "transform", "X") + f"  /* body {k} '{b.name}' */",
                   f"sg_link_pose(X, onode[{k}], pnode_inv[{k}], {pparent}, out + {k} * 12);"]
         if hnq:
             qdot += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
@@ -374,11 +375,12 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
     dyn = _emit_model_dynamics(model, layout, slugs, index, nu, name)
     return {"nb": nb, "nq": nq, "nu": nu, "block": B, "onode": onode, "pnode_inv": pnode_inv, **dyn,
             "kinematics_lines": [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin_calls.head() + kin,
-            "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"].get("trig_args") for b in model.bodies)
+            "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],
             "qdot_lines": ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)out; (void)sg_matvec;"],
             "sanitize_lines": (["int i;"] + sanitize) if sanitize else ["(void)out;"],
-            "kinematics_size": nb * B, "poses_lines": ["double X[16];"] + pose_calls.head() + poses, "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu}
+            "kinematics_size": nb * B, "poses_lines": ["double X[16];"] + pose_calls.head() + poses,
+            "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu}
 
 
 def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
@@ -409,7 +411,7 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
         u0 = layout[b.name]["u"][0]
         vpar = "zero6" if parent_of[k] < 0 else f"bd[{parent_of[k]}].V"
         fwd += [f"/* body {k} '{b.name}' <- '{b.parent}' ({b.hinge_type}) */",
-                calls(b, "transform", "X"), calls(b, "coord_map", "H"), calls(b, "coord_map_dot", "Hd"),
+                calls(b.name, "transform", "X"), calls(b.name, "coord_map", "H"), calls(b.name, "coord_map_dot", "Hd"),
                 f"sg_dyn_body({nuh[k]}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], inertia[{k}], {vpar}, u, &bd[{k}]);"]
     fwd = [f"sg_body_t bd[{nb}];", f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];",
            "static const double zero6[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};",
@@ -514,7 +516,7 @@ def _traced_dynamics(model, layout, slugs, index, nu, inertia) -> dict:
             X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"],
             X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"]))
     def trace(fn):
-        return _trace_function(fn, bodies, nu, model.bodies, _HingeCalls(layout, slugs))
+        return _trace_function(fn, bodies, nu, _HingeCalls(layout, slugs))
 
     fd = trace(soa.atbi)
     straight = len(fd) <= soa.STRAIGHT_LINE_LIMIT
@@ -523,7 +525,7 @@ def _traced_dynamics(model, layout, slugs, index, nu, inertia) -> dict:
             "mm": trace(soa.crba) if unroll_crba else None}
 
 
-def _trace_function(fn, bodies, nu, model_bodies, calls) -> list:
+def _trace_function(fn, bodies, nu, calls) -> list:
     """Trace one algorithm; prepend the hinge kernel calls whose outputs the live code reads."""
     from .soa import NotPositiveDefinite
     from .tape import Tape
@@ -538,10 +540,10 @@ def _trace_function(fn, bodies, nu, model_bodies, calls) -> list:
     body = T.lines()
     arrays = T.live_arrays()
     head = []
-    for b, mb in zip(bodies, model_bodies):
+    for b in bodies:
         for arr, kernel, size in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
                                   (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)):
             if arr in arrays:
                 head.append(f"double {arr}[{size}];  /* '{b.name}' */")
-                head.append(calls(mb, kernel, arr))
+                head.append(calls(b.name, kernel, arr))
     return ["(void)q; (void)u; (void)p; (void)out;"] + calls.head() + head + body
