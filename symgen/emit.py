@@ -378,7 +378,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],
             "qdot_lines": ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)out; (void)sg_matvec;"],
-            "sanitize_lines": (["int i;"] + sanitize) if sanitize else ["(void)out;"],
+            "sanitize_lines": ((["int i;"] if any(ln.startswith("for (i") for ln in sanitize) else []) + sanitize)
+            if sanitize else ["(void)out;"],
             "kinematics_size": nb * B, "poses_lines": ["double X[16];"] + pose_calls.head() + poses,
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu}
 

@@ -117,14 +117,15 @@ class MultibodyModel:
         if q.ndim not in (1, 2) or q.shape[-1] != self.nq:
             raise ValueError(f"{self.name}: q must have shape ({self.nq},) or (N, {self.nq}), got {q.shape}")
         single = q.ndim == 1
-        Q = q.reshape(-1, self.nq)
+        n = 1 if single else q.shape[0]
+        Q = q.reshape(n, self.nq)
         if u is None:
             U = np.zeros((Q.shape[0], self.nu))
         else:
             u = np.ascontiguousarray(u, dtype=np.float64)
             if u.ndim != q.ndim or u.shape[-1] != self.nu or (not single and u.shape[0] != Q.shape[0]):
                 raise ValueError(f"{self.name}: u must have shape ({self.nu},) or (N, {self.nu}) matching q, got {u.shape}")
-            U = u.reshape(-1, self.nu)
+            U = u.reshape(n, self.nu)
         return single, Q, U
 
     def _buf(self, a):
@@ -141,8 +142,8 @@ class MultibodyModel:
         raw = self._run("kinematics", Q, U, self.nb * self._block).reshape(Q.shape[0], self.nb, self._block)
         R = raw[:, :, :9].reshape(-1, self.nb, 3, 3)
         p = raw[:, :, 9:12]
-        J = raw[:, :, 12:12 + 6 * self.nu].reshape(-1, self.nb, 6, self.nu)
-        Jd = raw[:, :, 12 + 6 * self.nu:].reshape(-1, self.nb, 6, self.nu)
+        J = raw[:, :, 12:12 + 6 * self.nu].reshape(Q.shape[0], self.nb, 6, self.nu)
+        Jd = raw[:, :, 12 + 6 * self.nu:].reshape(Q.shape[0], self.nb, 6, self.nu)
         return R, p, J, Jd
 
     def _poses(self, Q):
@@ -200,7 +201,7 @@ class MultibodyModel:
         getattr(self._lib, f"sg_{self.name}_body_jacobian_batch")(
             Q.shape[0], self._buf(Q), self._dummy, self._ffi.from_buffer("double[]", pb),
             self._ffi.from_buffer("double[]", out, require_writable=True) if out.size else self._dummy_out)
-        J = out.reshape(-1, 6, self.nu)
+        J = out.reshape(Q.shape[0], 6, self.nu)
         at_body = not lbf.any() and np.array_equal(Rbf, np.eye(3))   # the body's own frame: no offset
         return self._out(single, J if at_body else _phiT_apply(Rbf, lbf, J))
 
@@ -370,7 +371,7 @@ class MultibodyModel:
             out = self._out_buffer(out, (nu, nu) if single else (Q.shape[0], nu, nu), "mass_matrix")
         res, _ = self._call("mass_matrix", Q, U, np.zeros((Q.shape[0], 1)), nu * nu,
                             None if out is None else out.reshape(Q.shape[0], nu * nu))
-        return out if out is not None else self._out(single, res.reshape(-1, nu, nu))
+        return out if out is not None else self._out(single, res.reshape(Q.shape[0], nu, nu))
 
     def minv_times(self, q, v) -> np.ndarray:
         """M(Q)^-1 v by the ATBI factorization (forward dynamics with U = 0, no gravity, T = v)."""
