@@ -379,7 +379,7 @@ def model_sources(model, progress=None):
                           "subhinges": list(h.subhinge_types), "structure": m["structure"]}
         hinges[b.hinge_name] = {"body": b.name, "type": b.hinge_type, "slug": m["slug"], "label": h.spec.label(),
                                 "q": [qo, qo + h.nq], "u": [uo, uo + h.nu], "subhinges": list(h.subhinge_types),
-                                "neutral_q": _neutral(h)}
+                                "neutral_q": _neutral(h), "armature": list(b.armature) or [0.0] * h.nu}
         qo, uo = qo + h.nq, uo + h.nu
     header, source = render_model(model, layout, slugs, name)
     files[f"{name}.h"], files[f"{name}.c"] = header, source
@@ -440,10 +440,12 @@ def build_model(model, out=None, progress=None):
     """Generate, compile (through the cache) and load a model.  With ``out``, also write
     ``out/<name>/`` as an importable package (sources, module, manifest.json, __init__.py)."""
     from .runtime import MultibodyModel
+    from .runtime.checks import singular_hinges, singular_message
 
     say = progress or (lambda s: None)
     t = time.perf_counter()
     files, manifest = cached_model_sources(model)
+    manifest = dict(manifest)
     say(f"generate  {len(files)} files, {sum(len(v) for v in files.values()) / 1024:.1f} kB of C "
         f"in {time.perf_counter() - t:.2f} s")
     t = time.perf_counter()
@@ -452,6 +454,11 @@ def build_model(model, out=None, progress=None):
                                  compile_only=[f"{manifest['name']}.c"])
     say(f"compile   {name} in {time.perf_counter() - t:.2f} s" + (" (cache hit)" if stats["compiles"] == compiles else ""))
     manifest["module"], manifest["so"] = name, so.name
+    singular = singular_hinges(MultibodyModel(mod, manifest))
+    manifest["singular_hinges"] = [h for h, _, _ in singular]
+    manifest["warnings"] = manifest["warnings"] + singular_message(model.name, singular)
+    for w in singular_message(model.name, singular):
+        say(f"warning   {w}")
     path = so
     if out is not None:
         t = time.perf_counter()
@@ -499,18 +506,27 @@ def _install_package(target: Path, files: dict, so: Path, manifest: dict) -> Non
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def build(path, floating_base: bool = False, out=None, progress=None):
+def build(path, floating_base: bool = False, out=None, progress=None, *, armature=None, lock=None,
+          balance_inertia: bool = False, accept_indefinite_inertia: bool = False):
     """Load a YAML/JSON/URDF model, generate and compile its C (through the cache) and return the loaded
     :class:`symgen.runtime.MultibodyModel`.  With ``out``, also write ``out/<model>/`` as a package.
-    Also reachable as ``symgen.build(...)``."""
+
+    ``armature={hinge: value}`` (a number, or one per hinge U) adds rotor inertia to the hinge's D, M and
+    inverse dynamics as Pinocchio's ``model.armature`` and MuJoCo's ``joint/armature`` do; ``lock=[hinge, ...]``
+    (or ``{hinge: q}``) welds hinges at their neutral (or given) coordinates; ``balance_inertia`` and
+    ``accept_indefinite_inertia``: see :func:`symgen.model.load_model`.  A moving hinge whose outboard
+    subtree has no mass or inertia in its directions is named in ``mb.singular_hinges`` and ``mb.warnings``
+    (and printed through ``progress``).  Also reachable as ``symgen.build(...)``."""
     from .model import load_model
 
-    return build_model(load_model(path, floating_base=floating_base), out=out, progress=progress)
+    model = load_model(path, floating_base=floating_base, armature=armature, lock=lock,
+                       balance_inertia=balance_inertia, accept_indefinite_inertia=accept_indefinite_inertia)
+    return build_model(model, out=out, progress=progress)
 
 
 class _CallableModule(type(sys)):
-    def __call__(self, path, floating_base: bool = False, out=None, progress=None):
-        return build(path, floating_base=floating_base, out=out, progress=progress)
+    def __call__(self, path, floating_base: bool = False, out=None, progress=None, **options):
+        return build(path, floating_base=floating_base, out=out, progress=progress, **options)
 
 
 sys.modules[__name__].__class__ = _CallableModule

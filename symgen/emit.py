@@ -425,10 +425,13 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
         par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
         L = layout[b.name]
         fd.append(f"sg_atbi_pre(inertia[{k}], p + {3 + nu + 6 * k}, &bd[{k}]);")
-        if b.pnode.is_identity():
+        if any(b.armature):
+            fd.append(f"static const double arm{k}[{nuh[k]}] = {_c_array(b.armature)};  /* armature */")
+            call = f"sg_atbi_generic({nuh[k]}, &bd[{k}], arm{k}, step)"
+        elif b.pnode.is_identity():
             call = f"sg_{slugs[b.name]}_atbi(q + {L['q'][0]}, u, bd[{k}].P, step)"
         else:
-            call = f"sg_atbi_generic({nuh[k]}, &bd[{k}], step)"
+            call = f"sg_atbi_generic({nuh[k]}, &bd[{k}], 0, step)"
         fd.append(f"if ({call} != 0) return {k + 1};  /* '{b.name}' */")
         fd.append(f"sg_atbi_post({nuh[k]}, p + 3 + {uo[k]}, step, &bd[{k}], {par}, mats ? mats + {216 * k} : 0);")
     fd.append("/* ATBI base-to-tip: alpha+, Udot, alpha */")
@@ -443,6 +446,8 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
     for k in reversed(range(nb)):
         par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
         idl.append(f"sg_rnea_backward({nuh[k]}, &bd[{k}], {par}, out + {uo[k]});")
+        idl += [f"out[{uo[k] + c}] += {a!r} * p[{3 + uo[k] + c}];  /* armature */"
+                for c, a in enumerate(model.bodies[k].armature) if a]
     traced = _traced_dynamics(model, layout, slugs, index, nu, inertia_np)
     fd_traced, id_traced = traced["fd"], traced["id"]
     if fd_traced is None:   # large model: the helper form (symgen.soa.STRAIGHT_LINE_LIMIT)
@@ -460,6 +465,8 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
         for k in range(nb):
             if nuh[k]:
                 mm.append(f"sg_crba_columns({nu}, {k}, parent_of, uo, nuh, bd, out);")
+        for b, k in zip(model.bodies, range(nb)):
+            mm += [f"out[{(uo[k] + c) * (nu + 1)}] += {a!r};  /* armature */" for c, a in enumerate(b.armature) if a]
     return {"inertia": inertia, "parent_of": ", ".join(map(str, parent_of)), "uo": ", ".join(map(str, uo)),
             "nuh": ", ".join(map(str, nuh)), "fd_lines": fd, "mm_lines": mm, "fd_traced": fd_traced,
             "id_traced": id_traced,
@@ -515,7 +522,8 @@ def _traced_dynamics(model, layout, slugs, index, nu, inertia) -> dict:
             pinv_R=[float(x) for x in np.asarray(pinv.R, float).ravel()], pinv_l=[float(x) for x in pinv.xyz],
             M=[[float(x) for x in row] for row in inertia[k]],
             X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"],
-            X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"]))
+            X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"],
+            armature=list(b.armature) or None))
     def trace(fn):
         return _trace_function(fn, bodies, nu, _HingeCalls(layout, slugs))
 

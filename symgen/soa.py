@@ -64,6 +64,10 @@ class BodyInfo:
     X_alias: list = None   # per entry: [j, sign] when it equals sign * entry j (emit.kernel_structure), else None
     H_alias: list = None
     Hd_alias: list = None
+    armature: list = None  # rotor inertia per hinge U (added to D, to M's diagonal, and as A Udot to T)
+
+    def arm(self, c) -> float:
+        return float(self.armature[c]) if self.armature else 0.0
 
 
 # ---- spatial algebra on traced scalars --------------------------------------------------------------
@@ -322,7 +326,7 @@ def atbi(T: Tape, bodies, nu: int):
         S = K["S"]
         if b.nu:
             PS = [matvec(T, P, s) for s in S]                                        # P S (columns)
-            D = [[_dot(T, S[r], PS[c]) for c in range(b.nu)] for r in range(b.nu)]
+            D = [[_dot(T, S[r], PS[c], b.arm(c) if r == c else 0.0) for c in range(b.nu)] for r in range(b.nu)]  # + A
             Dinv = _ldl_inverse(T, D, b)
             G = [[_dot(T, [PS[m][i] for m in range(b.nu)], [Dinv[m][c] for m in range(b.nu)])
                   for c in range(b.nu)] for i in range(6)]                          # G = P S D^-1 (6 x nU)
@@ -330,9 +334,9 @@ def atbi(T: Tape, bodies, nu: int):
             nu_ = [T.name(_dot(T, Dinv[c], eps), f"nu{k}_{c}") for c in range(b.nu)]
         else:
             G, eps, nu_, PS, Dinv = [[] for _ in range(6)], [], [], [], []
-        # S^T G = 1, S^T P+ = 0 and S^T z+ = T hold exactly: where S's columns are unit vectors (a PIN
-        # about a body axis, a free joint) those rows of G, P+ and z+ are known, not computed
-        axis = _unit_columns(S)
+        # S^T G = 1, S^T P+ = 0 and S^T z+ = T hold exactly (without armature): where S's columns are unit
+        # vectors (a PIN about a body axis, a free joint) those rows of G, P+ and z+ are known, not computed
+        axis = _unit_columns(S) if not b.armature or not any(b.armature) else [None] * b.nu
         for c, i in enumerate(axis):
             if i is not None:
                 G[i] = [1.0 if cc == c else 0.0 for cc in range(b.nu)]
@@ -391,8 +395,8 @@ def rnea(T: Tape, bodies, nu: int):
     for b in reversed(bodies):
         K = kin[b.k]
         fk = [T.name(x, f"f{b.k}_{i}") for i, x in enumerate(_accumulate(T, f[b.k], fc[b.k]))]
-        for c in range(b.nu):
-            T.store(f"out[{b.u0 + c}]", _dot(T, K["S"][c], fk))
+        for c in range(b.nu):   # T = S^T f + A Udot
+            T.store(f"out[{b.u0 + c}]", T.dot([(b.arm(c), udot[b.u0 + c])], _dot(T, K["S"][c], fk)))
         if b.parent >= 0:
             fc[b.parent].append(phi(T, K["R"], K["l"], fk))
 
@@ -480,7 +484,7 @@ def crba(T: Tape, bodies, nu: int):
         while True:
             for r in range(j.nu):
                 for c in range(b.nu):
-                    v = _dot(T, kin[j.k]["S"][r], F[c])
+                    v = _dot(T, kin[j.k]["S"][r], F[c], b.arm(c) if (j is b and r == c) else 0.0)  # + A
                     row, col = j.u0 + r, b.u0 + c
                     T.store(f"out[{row * nu + col}]", v)
                     done.add((row, col))

@@ -20,12 +20,14 @@ Format (keys not listed are errors)::
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+from .inertia import check_mass_fields, model_err, validate_inertias
 from .spec import NEWTONIAN, Body, Frame, LoopConstraint, Model, ModelError, Pose, rpy_matrix
 
 TOP_KEYS = {"name", "gravity", "bodies", "loops"}
@@ -102,19 +104,8 @@ def _pose_fields(ctx, where, d) -> Pose:
     return Pose(tuple(tuple(float(x) for x in row) for row in R), tuple(float(x) for x in xyz))
 
 
-def check_inertia(ctx, where, m, J) -> None:
-    """Mass > 0; J symmetric positive definite; principal moments satisfy the triangle inequality."""
-    if not m > 0:
-        raise ctx.err(where, f"field 'mass' must be > 0, got {m}")
-    if not np.allclose(J, J.T, atol=1e-9 * max(1.0, np.abs(J).max())):
-        raise ctx.err(where, "field 'inertia' must be symmetric")
-    ev = np.linalg.eigvalsh((J + J.T) / 2)
-    if ev[0] <= 0:
-        raise ctx.err(where, f"field 'inertia' must be positive definite (principal moments {ev.tolist()})")
-    tol = 1e-9 * ev.sum()
-    if ev[0] + ev[1] < ev[2] - tol:
-        raise ctx.err(where, f"field 'inertia' violates the triangle inequality (principal moments {ev.tolist()}: "
-                             f"{ev[0]:.6g} + {ev[1]:.6g} < {ev[2]:.6g})")
+def _mass_fields(ctx, where, m, com, J) -> None:
+    check_mass_fields(lambda f, msg: ctx.err(where, f"field '{f}' {msg}"), m, com, J)
 
 
 def _inertia(ctx, where, v) -> np.ndarray:
@@ -139,7 +130,7 @@ def _hinge(ctx, where, d, body_name):
         raise ctx.err(where, f"field 'hinge' must be a mapping with 'type', got {d!r}")
     if "type" not in d:
         raise ctx.err(where, "field 'hinge' is missing 'type'")
-    params = {k: v for k, v in d.items() if k not in ("type", "name")}
+    params = {k: v for k, v in d.items() if k not in ("type", "name", "armature")}
     name = d.get("name", body_name)
     _name(ctx, where, name, "hinge.name")
     try:
@@ -149,7 +140,36 @@ def _hinge(ctx, where, d, body_name):
     except TypeError as e:
         raise ctx.err(where, f"field 'hinge': {e}") from None
     frozen = tuple(sorted((k, _freeze(v)) for k, v in params.items()))
-    return name, spec.hinge_type, frozen
+    armature = _armature_values(ctx, where, "hinge.armature", d["armature"], spec.nu) if "armature" in d else ()
+    return name, spec, frozen, armature
+
+
+def _armature_values(ctx, where, field_, v, nu) -> tuple:
+    """One armature per hinge U from a number (every U) or a list of nU numbers, each finite and >= 0."""
+    if nu == 0:
+        raise ctx.err(where, f"field '{field_}': the hinge has no degrees of freedom")
+    vals = [v] * nu if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+    if isinstance(vals, (str, bytes, dict)) or not hasattr(vals, "__len__") or len(vals) != nu:
+        raise ctx.err(where, f"field '{field_}' must be a number or a list of {nu} numbers (one per U), got {v!r}")
+    out = []
+    for x in vals:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+            raise ctx.err(where, f"field '{field_}' must be finite numbers >= 0, got {v!r}")
+        out.append(float(x))
+    return tuple(out)
+
+
+def place_nodes(onode: Pose, pnode: Pose, params) -> tuple:
+    """The hinge's own onode / pnode: the given nodes turned by the hinge parameters' ``i2onode_q`` and
+    ``j2pnode_q`` (Karana HingeParams; identity for most hinge types), so that a HOOKE given ``ij_q`` puts the
+    outboard body at ``ij_q`` in the reference configuration."""
+    from ..runtime.numeric import np_quat_to_matrix
+
+    def turn(pose, quat):
+        if tuple(quat) == (0.0, 0.0, 0.0, 1.0):
+            return pose
+        return Pose(tuple(map(tuple, (np.array(pose.R) @ np_quat_to_matrix(np.array(quat, float))).tolist())), pose.xyz)
+    return turn(onode, params.i2onode_q), turn(pnode, params.j2pnode_q)
 
 
 def _freeze(v):
@@ -160,8 +180,10 @@ def _freeze(v):
     return v
 
 
-def model_from_dict(data, path: str = "<dict>", name: str | None = None) -> Model:
-    """Validate a parsed model document and build a :class:`Model` (bodies sorted parent before child)."""
+def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance_inertia: bool = False,
+                    accept_indefinite_inertia: bool = False) -> Model:
+    """Validate a parsed model document and build a :class:`Model` (bodies sorted parent before child).
+    Mass properties are checked by :func:`symgen.model.inertia.validate_inertias`."""
     ctx = _Ctx(path)
     _keys(ctx, "model", data, TOP_KEYS, required=("bodies",))
     mname = data.get("name", name or Path(path).stem)
@@ -186,15 +208,15 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None) -> Mode
         m = _number(ctx, where, "mass", b["mass"])
         com = _vec(ctx, where, "com", b.get("com", [0, 0, 0]), 3)
         J = _inertia(ctx, where, b["inertia"])
-        check_inertia(ctx, where, m, J)
-        hname, htype, hparams = _hinge(ctx, where, b["hinge"], bname)
+        _mass_fields(ctx, where, m, com, J)
+        hname, hspec, hparams, armature = _hinge(ctx, where, b["hinge"], bname)
         if hname in hinge_names:
             raise ctx.err(where, f"duplicate hinge name '{hname}'")
         hinge_names.add(hname)
-        onode = parse_pose(ctx, f"{where}: field 'onode'", b.get("onode"))
-        pnode = parse_pose(ctx, f"{where}: field 'pnode'", b.get("pnode"))
-        bodies[bname] = Body(bname, parent, m, tuple(com.tolist()), tuple(map(tuple, J.tolist())), hname, htype,
-                             hparams, onode, pnode)
+        onode, pnode = place_nodes(parse_pose(ctx, f"{where}: field 'onode'", b.get("onode")),
+                                   parse_pose(ctx, f"{where}: field 'pnode'", b.get("pnode")), hspec.params)
+        bodies[bname] = Body(bname, parent, m, tuple(com.tolist()), tuple(map(tuple, J.tolist())), hname,
+                             hspec.hinge_type, hparams, onode, pnode, armature)
         fl = b.get("frames", [])
         if not isinstance(fl, list):
             raise ctx.err(where, "field 'frames' must be a list")
@@ -228,7 +250,8 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None) -> Mode
         except ValueError as e:
             raise ctx.err(where, f"field 'hinge': {e}") from None
         loops.append(LoopConstraint(_name(ctx, where, lc["name"]), lc["source"], lc["target"], str(htype).upper()))
-    return Model(str(mname), order, frames, loops, gravity, path)
+    return validate_inertias(Model(str(mname), order, frames, loops, gravity, path), model_err(path, "body"),
+                             balance_inertia, accept_indefinite_inertia)
 
 
 def _topological(ctx, bodies: dict) -> list:
@@ -246,8 +269,17 @@ def _topological(ctx, bodies: dict) -> list:
     return order
 
 
-def load_model(path, floating_base: bool = False) -> Model:
-    """Load a ``.yaml``/``.yml``/``.json`` model or a ``.urdf`` (``floating_base`` adds FULL6DOF at the root)."""
+def load_model(path, floating_base: bool = False, *, balance_inertia: bool = False,
+               accept_indefinite_inertia: bool = False, armature=None, lock=None) -> Model:
+    """Load a ``.yaml``/``.yml``/``.json`` model or a ``.urdf``.
+
+    ``floating_base`` adds FULL6DOF at the root.  ``balance_inertia`` replaces inertias that violate the
+    triangle inequality by isotropic ones (MuJoCo's ``balanceinertia``, opt-in, with a warning);
+    ``accept_indefinite_inertia`` loads a clearly negative principal moment with a warning instead of an
+    error (as Pinocchio does).  ``armature``: ``{hinge: number or list of nU numbers}``, rotor inertia added
+    to the hinge's D (Pinocchio ``model.armature``, MuJoCo ``joint/armature``); it replaces the file's.
+    ``lock``: hinge names (held at their neutral coordinates) or ``{hinge: q}``: each becomes LOCKED at that
+    configuration (its onode absorbs ``X_op(q)``)."""
     p = Path(path)
     if not p.exists():
         raise ModelError(f"{path}: no such file")
@@ -255,27 +287,83 @@ def load_model(path, floating_base: bool = False) -> Model:
     if suffix == ".urdf":
         from .urdf import load_urdf
 
-        return load_urdf(p, floating_base=floating_base)
-    if suffix not in (".yaml", ".yml", ".json"):
+        model = load_urdf(p, floating_base=floating_base, balance_inertia=balance_inertia,
+                          accept_indefinite_inertia=accept_indefinite_inertia)
+    elif suffix not in (".yaml", ".yml", ".json"):
         raise ModelError(f"{path}: unknown model format '{suffix}' (use .yaml, .yml, .json or .urdf)")
-    try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ModelError(f"{path}: cannot read: {e}") from None
-    try:
-        if suffix == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
+    else:
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ModelError(f"{path}: cannot read: {e}") from None
+        try:
+            if suffix == ".json":
+                data = json.loads(text)
+            else:
+                import yaml
 
-            data = yaml.safe_load(text)
-    except Exception as e:  # yaml.YAMLError, json.JSONDecodeError, recursion on absurd nesting
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ModelError(f"{path}: malformed {suffix[1:].upper()}: {first}") from None
-    model = model_from_dict(data, str(path), name=p.stem)
-    if floating_base:
-        model = add_floating_base(model)
+                data = yaml.safe_load(text)
+        except Exception as e:  # yaml.YAMLError, json.JSONDecodeError, recursion on absurd nesting
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ModelError(f"{path}: malformed {suffix[1:].upper()}: {first}") from None
+        model = model_from_dict(data, str(path), name=p.stem, balance_inertia=balance_inertia,
+                                accept_indefinite_inertia=accept_indefinite_inertia)
+        if floating_base:
+            model = add_floating_base(model)
+    if lock:
+        model = lock_hinges(model, lock)
+    if armature:
+        model = apply_armature(model, armature)
     return model
+
+
+def _body_of_hinge(model: Model, hinge: str, what: str):
+    for b in model.bodies:
+        if b.hinge_name == hinge:
+            return b
+    raise ModelError(f"{model.source}: {what}: no hinge named {hinge!r} (hinges: "
+                     f"{', '.join(b.hinge_name for b in model.bodies)})")
+
+
+def apply_armature(model: Model, armature: dict) -> Model:
+    """The model with ``armature`` (``{hinge: number or list of nU numbers}``) set on the named hinges."""
+    from .. import hinges as H
+
+    if not isinstance(armature, dict):
+        raise ModelError(f"{model.source}: armature must be a mapping {{hinge name: value}}, got {armature!r}")
+    ctx = _Ctx(model.source)
+    new = {}
+    for hname, v in armature.items():
+        b = _body_of_hinge(model, hname, "armature")
+        nu = H.bind(b.hinge_type, **b.hinge_kwargs()).nu
+        new[b.name] = _armature_values(ctx, f"hinge '{hname}'", "armature", v, nu)
+    bodies = [dataclasses.replace(b, armature=new[b.name]) if b.name in new else b for b in model.bodies]
+    return dataclasses.replace(model, bodies=bodies)
+
+
+def lock_hinges(model: Model, lock) -> Model:
+    """The model with the named hinges LOCKED: ``lock`` is a list of hinge names (each held at its neutral
+    coordinates) or ``{hinge: q}``.  The locked configuration moves into the onode: onode' = onode X_op(q)."""
+    from ..derive import hinge as make_hinge
+
+    items = lock.items() if isinstance(lock, dict) else ((name, None) for name in lock)
+    new = {}
+    for hname, q in items:
+        b = _body_of_hinge(model, hname, "lock")
+        h = make_hinge(b.hinge_type, **b.hinge_kwargs())
+        if q is None:
+            from ..build import _neutral
+
+            q = _neutral(h)     # zeros, identity quaternions
+        q = np.asarray(q, dtype=float)
+        if q.shape != (h.nq,) or not np.all(np.isfinite(q)):
+            raise ModelError(f"{model.source}: lock: hinge '{hname}' needs {h.nq} finite coordinates, got {q.tolist()}")
+        X = b.onode.matrix @ np.asarray(h.numeric("transform")(q), dtype=float)
+        new[b.name] = dataclasses.replace(b, hinge_type="LOCKED", hinge_params=(), armature=(),
+                                          onode=Pose.from_matrix(X))
+    bodies = [new.get(b.name, b) for b in model.bodies]
+    locked = [f"hinge '{model.body(k).hinge_name}' locked" for k in new]
+    return dataclasses.replace(model, bodies=bodies, warnings=list(model.warnings) + locked)
 
 
 def add_floating_base(model: Model) -> Model:
@@ -288,6 +376,6 @@ def add_floating_base(model: Model) -> Model:
             if b.hinge_type != "LOCKED":
                 raise ModelError(f"{model.source}: body '{b.name}': floating_base needs a root attached to "
                                  f"'{NEWTONIAN}' by nothing (LOCKED), it has {b.hinge_type}")
-            b = Body(b.name, b.parent, b.mass, b.com, b.inertia, b.hinge_name, "FULL6DOF", (), b.onode, b.pnode)
+            b = dataclasses.replace(b, hinge_type="FULL6DOF", hinge_params=(), armature=())
         out.append(b)
     return Model(model.name, out, model.frames, model.loops, model.gravity, model.source, model.warnings)

@@ -89,6 +89,7 @@ class Body:
     hinge_params: tuple = ()    # (name, value) pairs for symgen.hinge(...)
     onode: Pose = Pose()        # onode pose in the parent body frame
     pnode: Pose = Pose()        # pnode pose in this body frame
+    armature: tuple = ()        # rotor inertia added to D (and to M's diagonal), one per hinge U; () = none
 
     def hinge_kwargs(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else v)

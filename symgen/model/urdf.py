@@ -15,12 +15,14 @@ dynamics and are ignored.
 """
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
-from .load import _Ctx, check_inertia
+from .inertia import check_mass_fields, model_err, validate_inertias
+from .load import _Ctx
 from .spec import NEWTONIAN, Body, Model, ModelError, Pose, rpy_matrix
 
 JOINT_TYPES = {"revolute": "PIN", "continuous": "PIN", "prismatic": "SLIDER", "fixed": "LOCKED",
@@ -28,6 +30,30 @@ JOINT_TYPES = {"revolute": "PIN", "continuous": "PIN", "prismatic": "SLIDER", "f
 IGNORED = {"visual", "collision", "material", "limit"}
 WARNED_JOINT = {"mimic", "dynamics", "calibration", "safety_controller"}
 KNOWN_ROBOT = {"link", "joint", "material", "transmission", "gazebo"}
+
+
+KNOWN_ATTRIBUTES = {"link": {"name", "type"}, "joint": {"name", "type"}}
+_DECLARATION = re.compile(rb"<\?xml[^>]*\?>")
+
+
+def _parse(path, warnings: list):
+    """The document's root element.  Whitespace before the XML declaration is accepted, as urdfdom (TinyXML2)
+    does; so are comments before it, which TinyXML2 refuses, with a warning (the standard parser refuses a
+    declaration that is not first in both cases)."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise ModelError(f"{path}: cannot read: {e}") from None
+    m = _DECLARATION.search(raw)
+    if m and raw[:m.start()].strip():
+        raw = raw[:m.start()] + raw[m.end():]
+        warnings.append("the XML declaration is not at the start of the file (urdfdom refuses that); read anyway")
+    elif m:
+        raw = raw[m.start():]
+    try:
+        return ET.fromstring(raw)
+    except ET.ParseError as e:
+        raise ModelError(f"{path}: malformed XML: {e}") from None
 
 
 def _floats(ctx, where, text, n, field_):
@@ -56,22 +82,25 @@ def _perp_pair(n):
     return t1, np.cross(n, t1)
 
 
-def load_urdf(path, floating_base: bool = False) -> Model:
+def load_urdf(path, floating_base: bool = False, balance_inertia: bool = False,
+              accept_indefinite_inertia: bool = False) -> Model:
     ctx = _Ctx(str(path))
-    try:
-        root = ET.parse(str(path)).getroot()
-    except ET.ParseError as e:
-        raise ModelError(f"{path}: malformed XML: {e}") from None
-    except OSError as e:
-        raise ModelError(f"{path}: cannot read: {e}") from None
+    warnings = []
+    root = _parse(path, warnings)
     if root.tag != "robot":
         raise ctx.err("document", f"root element must be <robot>, got <{root.tag}>")
-    warnings = []
+    if not root.get("name"):
+        raise ctx.err("document", "<robot> has no 'name' attribute (urdfdom, Pinocchio's parser, refuses it too)")
     for el in root:
+        if not isinstance(el.tag, str):
+            continue
         if el.tag not in KNOWN_ROBOT:
             warnings.append(f"unsupported tag <{el.tag}> ignored")
         elif el.tag in ("transmission", "gazebo"):
             warnings.append(f"<{el.tag}> ignored (actuation and simulator settings are not modelled)")
+        extra = sorted(a for a in el.attrib if a not in KNOWN_ATTRIBUTES.get(el.tag, {"name"}) and "}" not in a)
+        if extra and el.tag in KNOWN_ATTRIBUTES:
+            warnings.append(f"<{el.tag} name='{el.get('name')}'>: unknown attribute(s) {', '.join(extra)} ignored")
 
     links = {}
     for i, el in enumerate(root.findall("link")):
@@ -106,11 +135,8 @@ def load_urdf(path, floating_base: bool = False) -> Model:
                        [vals["ixz"], vals["iyz"], vals["izz"]]])
         org = _origin(ctx, where, inertial)
         R = np.array(org.R)
-        J = R @ Jl @ R.T
-        if not np.isfinite(m) or m < 0:
-            raise ctx.err(where, f"field 'inertial/mass' must be >= 0, got {m}")
-        if m > 0:
-            check_inertia(ctx, where, m, J)
+        J = R @ Jl @ R.T if np.all(np.isfinite(Jl)) else Jl
+        check_mass_fields(lambda f, msg: ctx.err(where, f"field 'inertial/{f}' {msg}"), m, np.array(org.xyz), J)
         links[name] = (m, org.xyz, J)
     if not links:
         raise ctx.err("document", "no <link> elements")
@@ -143,6 +169,11 @@ def load_urdf(path, floating_base: bool = False) -> Model:
                 warnings.append(f"joint '{jname}': <{sub.tag}> ignored ({what})")
             elif sub.tag not in IGNORED | {"origin", "axis", "parent", "child"}:
                 warnings.append(f"joint '{jname}': unsupported tag <{sub.tag}> ignored")
+        if jtype in ("revolute", "prismatic"):
+            lim = el.find("limit")
+            if lim is None or lim.get("effort") is None or lim.get("velocity") is None:
+                raise ctx.err(where, f"a {jtype} joint needs <limit effort=... velocity=...> (urdfdom, Pinocchio's "
+                                     "parser, refuses it too; use type='continuous' for an unlimited revolute)")
         axis = np.array([1.0, 0.0, 0.0])
         ax = el.find("axis")
         if ax is not None:
@@ -196,4 +227,5 @@ def load_urdf(path, floating_base: bool = False) -> Model:
             params = (("axes", (tuple(t1.tolist()), tuple(t2.tolist()), tuple(axis.tolist()))),
                       ("subhinges", ("LINEAR", "LINEAR", "PIN")))
         bodies.append(Body(ln, p, m, tuple(com), inertia, jname, htype, params, origin, Pose()))
-    return Model(Path(path).stem, bodies, [], [], (0.0, 0.0, -9.81), str(path), warnings)
+    model = Model(Path(path).stem, bodies, [], [], (0.0, 0.0, -9.81), str(path), warnings)
+    return validate_inertias(model, model_err(str(path), "link"), balance_inertia, accept_indefinite_inertia)

@@ -55,6 +55,8 @@ class MultibodyModel:
         self.body_names = tuple(b["name"] for b in manifest["bodies"])
         self.frame_names = tuple(manifest["frames"])
         self.warnings = tuple(manifest.get("warnings", ()))
+        #: moving hinges whose outboard subtree has no mass or inertia in their directions (D singular)
+        self.singular_hinges = tuple(manifest.get("singular_hinges", ()))
         self._frames = {k: (v["body"], np.array(v["R"], float), np.array(v["p"], float))
                         for k, v in manifest["frames"].items()}
         self._hk = {}
@@ -277,9 +279,11 @@ class MultibodyModel:
         if status:
             i, k = divmod(int(status), self.nb + 1)
             body = self.body_names[k - 1]
-            raise np.linalg.LinAlgError(f"{self.name}: {what}: D = H P H* of body '{body}' (hinge "
-                                        f"'{self.manifest['bodies'][k - 1]['hinge']}') is not positive definite "
-                                        f"(state {i}); a massless tip or degenerate inertia?")
+            hinge = self.manifest['bodies'][k - 1]['hinge']
+            raise np.linalg.LinAlgError(f"{self.name}: {what}: D = H P H* of body '{body}' (hinge '{hinge}') is not "
+                                        f"positive definite (state {i}): its outboard subtree has no mass or "
+                                        f"inertia in the hinge's directions; give the hinge armature "
+                                        f"(armature={{'{hinge}': value}}) or lock it (lock=['{hinge}'])")
 
     def _call(self, kernel, Q, U, P, size, out=None):
         out = np.empty((Q.shape[0], size)) if out is None else out
