@@ -152,7 +152,9 @@ def cmd_build(args) -> int:
 
     t0 = time.perf_counter()
     t = time.perf_counter()
-    model = load_model(path, floating_base=args.floating_base)
+    model = load_model(path, floating_base=args.floating_base, balance_inertia=args.balance_inertia,
+                       accept_indefinite_inertia=args.accept_indefinite_inertia,
+                       armature=_armature_arg(args.armature), lock=args.lock or None)
     print(f"load      {path} ({len(model.bodies)} bodies) in {time.perf_counter() - t:.2f} s", flush=True)
     for w in model.warnings:
         print(f"warning: {path}: {w}", file=sys.stderr)
@@ -160,6 +162,21 @@ def cmd_build(args) -> int:
     print(f"built     {mb.name}: nQ = {mb.nq}, nU = {mb.nu}, {mb.nb} bodies, {len(mb.frame_names)} frames -> "
           f"{Path(args.out) / mb.name} (import {Path(args.out).name}.{mb.name}) in {time.perf_counter() - t0:.2f} s")
     return 0
+
+
+def _armature_arg(items):
+    """``["HINGE=VALUE", ...]`` -> ``{hinge: value}`` (a value may be a comma list, one per hinge U)."""
+    out = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        try:
+            vals = [float(v) for v in value.split(",")]
+        except ValueError:
+            vals = None
+        if not sep or not name or not vals:
+            raise ValueError(f"--armature {item!r}: expected HINGE=VALUE (or HINGE=V1,V2,... one per U)")
+        out[name] = vals[0] if len(vals) == 1 else vals
+    return out or None
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -196,6 +213,17 @@ def make_parser() -> argparse.ArgumentParser:
     pb.add_argument("--floating-base", action="store_true",
                     help="put a FULL6DOF hinge between newtonian and the root body (URDF root link)")
     pb.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: ./generated)")
+    pb.add_argument("--armature", action="append", metavar="HINGE=VALUE",
+                    help="rotor inertia added to a hinge's D and M diagonal (Pinocchio model.armature, MuJoCo "
+                         "joint/armature); VALUE or V1,V2,... per U; repeatable")
+    pb.add_argument("--lock", action="append", metavar="HINGE",
+                    help="weld a hinge at its neutral coordinates (removes its Q and U); repeatable")
+    pb.add_argument("--balance-inertia", action="store_true",
+                    help="replace inertias that violate the triangle inequality by isotropic ones (MuJoCo's "
+                         "balanceinertia; default: keep them, with a warning)")
+    pb.add_argument("--accept-indefinite-inertia", action="store_true",
+                    help="load a link whose inertia has a clearly negative principal moment, with a warning "
+                         "(Pinocchio does; default: an error)")
     pb.set_defaults(func=cmd_build)
     return p
 
