@@ -157,13 +157,16 @@ def _clean_stale_tmp(tmp_root: Path, older_than_s: float = 3600.0) -> None:
 
 
 def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeout: float = 600.0,
-                 compile_only=None):
+                 compile_only=None, parts=None):
     """Compile ``files`` ({name: text}; ``.c`` sources and ``.h`` headers) into a cffi module named by
     content hash and import it.  ``compile_only`` names the ``.c`` files that are translation units (the
-    others are included by them); default: every ``.c``.  Returns ``(module, name, path)``."""
+    others are included by them); default: every ``.c``.  ``parts``: compile each of them once per
+    ``-DSG_PART=k`` (a model's long functions, templates/model.c.jinja), in parallel.
+    Returns ``(module, name, path)``."""
     from filelock import FileLock, Timeout
 
-    name = module_name(base, files, tuple(flags) + tuple(sorted(compile_only or ())))
+    name = module_name(base, files, tuple(flags) + tuple(sorted(compile_only or ()))
+                       + tuple(f"SG_PART={k}" for k in (parts or ())))
     target = modules_dir() / (name + ext_suffix())
     if target.exists():
         stats["hits"] += 1
@@ -179,7 +182,7 @@ def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeo
             _clean_stale_tmp(root / "tmp")
             work = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=root / "tmp"))
             try:
-                _compile_into(work, name, files, label, flags, target, compile_only)
+                _compile_into(work, name, files, label, flags, target, compile_only, parts)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     except Timeout:
@@ -187,7 +190,40 @@ def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeo
     return _import(name, target), name, target
 
 
-def _compile_into(work: Path, name: str, files: dict, label: str, flags, target: Path, compile_only=None) -> None:
+def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts) -> list:
+    """Strict-check every translation unit and compile it to an object (``-DSG_PART=k`` once per part when
+    there are several), as parallel compiler processes, one per core.  Returns the object paths."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    split = parts and len(parts) > 1
+    # a part holds only some of the file's functions: the helpers the others use are unused there
+    quiet = ("-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-const-variable")
+    jobs = [(f, k) for f in c_files for k in (sorted(parts, key=lambda k: (k == 0, k)) if split else [None])]
+
+    def compile_one(job):
+        f, k = job
+        obj = src / (f"{Path(f).stem}.o" if k is None else f"{Path(f).stem}.part{k}.o")
+        cmd = [*cc, *flags, "-std=c99", "-fPIC", "-c", str(src / f), "-o", str(obj), f"-I{src}"]
+        if k is not None:
+            cmd += [f"-DSG_PART={k}", *quiet]
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=src)
+        if out.returncode != 0:
+            raise BuildError(f"{label}: {f} does not compile:\n{_first_error_lines(out.stderr)}")
+        return obj
+
+    def strict(f):
+        strict_check(src / f, label, cc)
+
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as ex:
+        objects = [ex.submit(compile_one, j) for j in jobs]
+        checks = [ex.submit(strict, f) for f in c_files]
+        for fut in checks + objects:
+            fut.result()
+    return [fut.result() for fut in objects]
+
+
+def _compile_into(work: Path, name: str, files: dict, label: str, flags, target: Path, compile_only=None,
+                  parts=None) -> None:
     import cffi
 
     src = work / "src"
@@ -197,12 +233,11 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
     cc = compiler()
     c_files = sorted(compile_only or (f for f in files if f.endswith(".c")))
     headers = sorted(f for f in files if f.endswith(".h"))
-    for f in c_files:
-        strict_check(src / f, label, cc)
+    objects = _compile_objects(src, c_files, label, flags, cc, parts)
     ffi = cffi.FFI()
     ffi.cdef("\n".join(cdef_of(files[h]) for h in headers))
     ffi.set_source(name, "\n".join(f'#include "{h}"' for h in headers),
-                   sources=[str(src / f) for f in c_files], include_dirs=[str(src)],
+                   extra_objects=[str(o) for o in objects], include_dirs=[str(src)],
                    extra_compile_args=list(flags))
     env_cc = os.environ.get("CC")
     os.environ["CC"] = " ".join(cc)
@@ -381,7 +416,7 @@ def model_sources(model, progress=None):
                                 "q": [qo, qo + h.nq], "u": [uo, uo + h.nu], "subhinges": list(h.subhinge_types),
                                 "neutral_q": _neutral(h), "armature": list(b.armature) or [0.0] * h.nu}
         qo, uo = qo + h.nq, uo + h.nu
-    header, source = render_model(model, layout, slugs, name)
+    header, source, parts = render_model(model, layout, slugs, name)
     files[f"{name}.h"], files[f"{name}.c"] = header, source
     frames = {"newtonian": {"body": -1, "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}}
     index = {b.name: i for i, b in enumerate(model.bodies)}
@@ -395,7 +430,7 @@ def model_sources(model, progress=None):
                             "com": list(b.com), "inertia": [list(r) for r in b.inertia]} for b in model.bodies],
                 "frames": frames, "hinges": hinges, "hinge_specs": specs,
                 "loops": [{"name": lc.name, "source": lc.source, "target": lc.target, "hinge": lc.hinge_type}
-                          for lc in model.loops],
+                          for lc in model.loops], "parts": parts,
                 "warnings": list(model.warnings)}
     return files, manifest
 
@@ -431,7 +466,8 @@ def cached_model_sources(model):
     from . import soa
 
     text = json.dumps(dataclasses.asdict(model), sort_keys=True, default=str)
-    limits = f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}|{soa.AVX2_COPY_MIN_LINES}"  # form choices
+    limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}|{soa.AVX2_COPY_MIN_LINES}"  # form choices
+              f"|{soa.AVX2_COPY_MAX_LINES}|{soa.SPLIT_MIN_LINES}")
     key = hashlib.sha256((text + _package_fingerprint() + limits).encode()).hexdigest()[:24]
     return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model))
 
@@ -451,7 +487,7 @@ def build_model(model, out=None, progress=None):
     t = time.perf_counter()
     compiles = stats["compiles"]
     mod, name, so = build_module(manifest["name"], files, f"model {model.name} ({model.source})",
-                                 compile_only=[f"{manifest['name']}.c"])
+                                 compile_only=[f"{manifest['name']}.c"], parts=manifest.get("parts"))
     say(f"compile   {name} in {time.perf_counter() - t:.2f} s" + (" (cache hit)" if stats["compiles"] == compiles else ""))
     manifest["module"], manifest["so"] = name, so.name
     singular = singular_hinges(MultibodyModel(mod, manifest))

@@ -467,10 +467,17 @@ def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
                 mm.append(f"sg_crba_columns({nu}, {k}, parent_of, uo, nuh, bd, out);")
         for b, k in zip(model.bodies, range(nb)):
             mm += [f"out[{(uo[k] + c) * (nu + 1)}] += {a!r};  /* armature */" for c, a in enumerate(b.armature) if a]
+    # AVX2 copies for models with long straight-line FD, for each function that is not too long to compile twice
+    clones = traced["fd"] is not None and len(traced["fd"]) >= soa.AVX2_COPY_MIN_LINES
+    # long functions are compiled as translation units of their own, in parallel (templates/model.c.jinja)
+    long_ = lambda lines: len(lines) >= soa.SPLIT_MIN_LINES  # noqa: E731
+    parts = {"fd": 1 if traced["fd"] is not None and long_(fd_traced) else 0,
+             "id": 2 if long_(id_traced) else 0, "mm": 3 if long_(mm) else 0}
     return {"inertia": inertia, "parent_of": ", ".join(map(str, parent_of)), "uo": ", ".join(map(str, uo)),
-            "nuh": ", ".join(map(str, nuh)), "fd_lines": fd, "mm_lines": mm, "fd_traced": fd_traced,
+            "parts": parts, "nuh": ", ".join(map(str, nuh)), "fd_lines": fd, "mm_lines": mm, "fd_traced": fd_traced,
             "id_traced": id_traced,
-            "dispatch": "SG_CLONES " if traced["fd"] is not None and len(traced["fd"]) >= soa.AVX2_COPY_MIN_LINES else "",
+            "dispatch": {k: "SG_CLONES " if clones and len(lines) <= soa.AVX2_COPY_MAX_LINES else ""
+                         for k, lines in (("fd", fd_traced), ("id", id_traced), ("mm", mm))},
             "p_size": 3 + nu + 6 * nb, "mats_size": 216 * nb}
 
 

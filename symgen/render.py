@@ -73,7 +73,8 @@ def render_hinge(h, slug: str | None = None, kernels: list | None = None, templa
 
 
 def render_model(model, layout: dict, slugs: dict, name: str, template_path: Path | None = None):
-    """(header text, source text) of a model's translation unit."""
+    """(header text, source text, parts) of a model's translation unit; ``parts``: the ``SG_PART`` values
+    that symgen's build compiles it with, in parallel (``[0]``: one unit)."""
     import sympy
 
     from . import __version__
@@ -85,4 +86,5 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
             "sympy_version": sympy.__version__, "source": Path(model.source).name if model.source else "<memory>",
             "hinge_sources": sorted({f"{s}.c" for s in slugs.values()}), "body_table": table, **pieces}
     env = environment(template_path)
-    return env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec)
+    parts = sorted({0, *pieces["parts"].values()})
+    return env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec), parts

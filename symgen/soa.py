@@ -32,6 +32,12 @@ STRAIGHT_LINE_LIMIT = 10000
 #: the copy measured no faster (arm7: 1,100 lines, same time; quadruped: 2,200 lines, FD 17% faster) and it
 #: would only double their compile time.
 AVX2_COPY_MIN_LINES = 2000
+#: ... except a function longer than this: gcc's time grows faster than the length (register allocation),
+#: and a second copy of a 9,000-line FD doubles 13 s of compile (g1 with hands, 49 DOF)
+AVX2_COPY_MAX_LINES = 6000
+#: from this many lines a straight-line function is compiled as a translation unit of its own, in parallel
+#: with the rest of the model (symgen.build; a C program still compiles the model's one .c file)
+SPLIT_MIN_LINES = 1500
 
 
 class NotPositiveDefinite(Exception):

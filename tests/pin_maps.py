@@ -69,7 +69,7 @@ def compare_with_pinocchio(mb, pm, floating, rng, n_states=5, frames=True) -> di
         if links:
             pin.framesForwardKinematics(pm, pd, qp)
             for name in links:
-                err["poses"] = max(err["poses"], rel(mb.frame_pose(q, name), pd.oMf[pm.getFrameId(name)].homogeneous))
+                err["poses"] = max(err["poses"], rel(mb.frame_pose(q, name), pd.oMf[pm.getFrameId(name, pin.FrameType.BODY)].homogeneous))
     return err
 
 

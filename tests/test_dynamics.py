@@ -282,11 +282,12 @@ def test_preallocated_outputs_and_fast_path(tree):
 
 def test_non_positive_definite_d_names_the_body(tmp_path):
     urdf = random_urdf(5, 4).replace("</robot>", """  <link name="ghost"/>
-  <joint name="jghost" type="revolute"><parent link="l3"/><child link="ghost"/><axis xyz="0 0 1"/></joint>
+  <joint name="jghost" type="continuous"><parent link="l3"/><child link="ghost"/><axis xyz="0 0 1"/></joint>
 </robot>""")
     p = tmp_path / "ghost.urdf"
     p.write_text(urdf)
     mb = symgen.build(p)
+    assert mb.singular_hinges == ("jghost",)      # named at build time too
     with pytest.raises(np.linalg.LinAlgError, match="body 'ghost' \\(hinge 'jghost'\\) is not positive definite"):
         mb.forward_dynamics(mb.neutral_q(), np.zeros(mb.nu), np.zeros(mb.nu))
 
