@@ -287,16 +287,26 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per variant (default 900)")
     ap.add_argument("--json", help="write every row here")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--shard", metavar="I/N", help="run only every N-th variant, starting at the I-th (0-based), "
+                    "to split a run over machines or processes; --merge joins their --json files")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", help="print the table of earlier --json runs, joined")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--floating", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         return _child(args)
+    if args.merge:
+        rows = [r for f in args.merge for r in json.loads(Path(f).read_text())]
+        rows.sort(key=lambda r: (Path(r["path"]).stem, r["path"], r["floating"]))
+        return _finish(rows, args, 0.0)
     files = corpus(args.robots)
     if not files:
         raise SystemExit("corpus: no URDF matches --robots")
     bases = {"fixed": (False,), "floating": (True,), "both": (False, True)}[args.base]
     jobs = [(f, fb) for f in files for fb in bases]
+    if args.shard:
+        i, n = (int(x) for x in args.shard.split("/"))
+        jobs = jobs[i::n]
     t0 = time.perf_counter()
     rows = []
 
@@ -312,11 +322,16 @@ def main(argv=None) -> int:
         list(ex.map(work, jobs))
     order = {j: i for i, j in enumerate((str(f), fb) for f, fb in jobs)}
     rows.sort(key=lambda r: order[(r["path"], r["floating"])])
+    return _finish(rows, args, t0)
+
+
+def _finish(rows, args, t0) -> int:
     print()
     print(table(rows, markdown=args.markdown))
     print()
     print(summary(rows))
-    print(f"(total {time.perf_counter() - t0:.0f} s)")
+    if t0:
+        print(f"(total {time.perf_counter() - t0:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     counted = [r for r in rows if r["status"] not in ("pin refuses", "n/a")]
