@@ -18,8 +18,16 @@ They are entire in ``s`` and closed under differentiation (``dc_k/ds = (k c_{k+2
 derivatives of exp/log maps never contain ``1/theta`` and evaluate to finite values at ``theta = 0``.
 The numeric twins (:func:`stumpff_np`, and the C helper emitted later) switch to the Taylor series
 below ``|s| < 4``.
+
+sympy's own tools know ``stumpff`` too: :func:`sympy.lambdify` (any ``modules``) calls the numeric twin
+through the documented ``_imp_`` hook (mpmath numbers get an mpmath evaluation at working precision), and
+the printers ``pycode``, ``ccode``, ``NumPyPrinter``/``SciPyPrinter``, ``MpmathPrinter`` and ``latex`` print
+self-contained code that is just as safe at ``s = 0`` (series near 0, closed form away from it; see the
+printer methods of :class:`stumpff`).
 """
 from __future__ import annotations
+
+import math
 
 import sympy as sp
 
@@ -93,6 +101,44 @@ class stumpff(sp.Function):
 
     _eval_rewrite_as_sin = _eval_rewrite_as_cos
 
+    # ---- numeric implementation and code printing (sympy's documented extension points)
+    #
+    # lambdify: ``_imp_`` is put in the namespace of every lambdified function (and, because it is, the
+    # printers inside lambdify print a plain ``stumpff(k, s)`` call to it).  Printers used on their own
+    # (``sympy.pycode``, ``sympy.ccode``, ``NumPyPrinter().doprint``, ``lambdify(..., use_imps=False)``)
+    # print self-contained, small-angle-safe code instead; a printer that defines ``_print_stumpff``
+    # (symgen's C emitter) or was given ``user_functions={"stumpff": name}`` prints a call to that.
+
+    @staticmethod
+    def _imp_(k, s):
+        """Numeric ``c_k(s)`` for lambdify: numpy arrays and floats via :func:`stumpff_np`, mpmath numbers
+        at mpmath's working precision, sympy objects stay symbolic."""
+        if isinstance(s, sp.Basic):
+            return stumpff(sp.sympify(k), s)
+        if type(s).__module__.startswith("mpmath"):
+            return _stumpff_mpmath(int(k), s)
+        return stumpff_np(int(k), s)
+
+    def _pythoncode(self, printer, **kwargs):
+        return _defer_to_printer(self, printer) or _stumpff_python(self, printer)
+
+    _lambdacode = _pythoncode
+
+    def _numpycode(self, printer, **kwargs):
+        return _defer_to_printer(self, printer) or _stumpff_numpy(self, printer)
+
+    _cupycode = _jaxcode = _numpycode
+
+    def _mpmathcode(self, printer, **kwargs):
+        return _defer_to_printer(self, printer) or _stumpff_mpmath_code(self, printer)
+
+    def _ccode(self, printer, **kwargs):
+        return _defer_to_printer(self, printer) or _stumpff_c(self, printer)
+
+    def _numexprcode(self, printer, **kwargs):
+        # NumExprPrinter would otherwise expand _imp_ with sympy arguments, which returns stumpff again
+        raise TypeError("numexpr does not support function 'stumpff' (use lambdify's 'numpy' module)")
+
     def _pretty(self, printer):
         k = self.args[0]
         sub = "".join("₀₁₂₃₄₅₆₇₈₉"[int(d)] for d in str(k)) if printer._use_unicode else f"_{k}"
@@ -107,8 +153,133 @@ class stumpff(sp.Function):
         return tex if exp is None else r"%s^{%s}" % (tex, exp)
 
 
-#: ``modules=`` argument for :func:`sympy.lambdify` that knows symgen's special functions.
+#: ``modules=`` argument for :func:`sympy.lambdify` that knows symgen's special functions (kept for
+#: compatibility: plain ``sympy.lambdify(args, expr)`` works too, through ``stumpff._imp_``).
 NUMERIC_MODULES = [{"stumpff": stumpff_np}, "numpy"]
+
+
+# ---- printed code for stumpff (used by the printer methods above)
+#
+# Python and numpy: the split of stumpff_np and the C helper sg_stumpff.  For |s| < _SERIES_LIMIT the
+# Taylor series in Horner form (the same _SERIES_TERMS double coefficients, evaluated in the same order,
+# so the printed code agrees with stumpff_np to the last bit or two); above it the closed form from
+# cos/sin (s > 0) or cosh/sinh (s < 0) of sqrt(|s|) and c_{j+2} = (1/j! - c_j)/s.  C: see _stumpff_c.
+# mpmath: a hypergeometric function.  Nothing divides by a small s, so there is no nan/inf and no
+# cancellation near s = 0.
+
+def _defer_to_printer(expr, printer):
+    """A printer's own rule for stumpff wins: ``_print_stumpff`` (symgen.emit's C printer) or a name
+    given in ``user_functions`` (lambdify puts ``_imp_`` there).  ``None`` when there is none."""
+    own = getattr(printer, "_print_stumpff", None)
+    if own is not None:
+        return own(expr)
+    if "stumpff" in getattr(printer, "known_functions", {}):
+        return printer._print_Function(expr)
+    return None
+
+
+def _float_literal(x: float) -> str:
+    """Shortest round-trip literal of a double (valid Python and C)."""
+    return repr(float(x))
+
+
+def _series_text(k: int, x: str, terms: int = _SERIES_TERMS) -> str:
+    """Horner form of ``sum_{i < terms} (-x)^i / (k+2i)!`` in the variable text ``x``."""
+    coeffs = [(-1.0) ** i / math.factorial(k + 2 * i) for i in range(terms)]
+    text = _float_literal(coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        text = "%s + %s*(%s)" % (_float_literal(c), x, text)
+    return text
+
+
+def _closed_text(k: int, x: str, sqrt: str, even: str, odd: str, neg: bool) -> str:
+    """Closed form of ``c_k(x)`` for ``|x| >= _SERIES_LIMIT``: ``even``/``odd`` are cos/sin (``x > 0``) or
+    cosh/sinh (``x < 0``, ``neg``) of ``t = sqrt(|x|)``."""
+    t = "%s(%s%s)" % (sqrt, "-" if neg else "", x)
+    text = "%s(%s)" % (even, t) if k % 2 == 0 else "%s(%s)/%s" % (odd, t, t)
+    for j in range(2 + k % 2, k + 1, 2):
+        text = "(%s - %s)/%s" % (_float_literal(1.0 / math.factorial(j - 2)), text, x)
+    return text
+
+
+def _stumpff_python(expr, printer) -> str:
+    """Scalar Python (``math``): ``(lambda _s: series if abs(_s) < 4 else cosh.. if _s <= -4 else cos..)(s)``.
+    The lambda binds ``s`` once; only the branch taken is evaluated."""
+    k, s = int(expr.args[0]), printer._print(expr.args[1])
+    f = {n: printer._module_format("math." + n) for n in ("sqrt", "sin", "cos", "sinh", "cosh")}
+    lim = _float_literal(_SERIES_LIMIT)
+    return "(lambda _s: %s if abs(_s) < %s else %s if _s <= -%s else %s)(%s)" % (
+        _series_text(k, "_s"), lim, _closed_text(k, "_s", f["sqrt"], f["cosh"], f["sinh"], True), lim,
+        _closed_text(k, "_s", f["sqrt"], f["cos"], f["sin"], False), s)
+
+
+def _stumpff_numpy(expr, printer) -> str:
+    """Array code (numpy, or ``printer._module``): all three branches are evaluated, each on its own
+    clamped copy of ``s`` (series on 0 outside |s| < 4, cos/sin on >= 4, cosh/sinh on <= -4), so no branch
+    divides by zero or overflows for an entry it does not produce; nan stays nan."""
+    k, s = int(expr.args[0]), printer._print(expr.args[1])
+    mod = getattr(printer, "_module", "numpy")
+    f = {n: printer._module_format("%s.%s" % (mod, n))
+         for n in ("where", "absolute", "sqrt", "sin", "cos", "sinh", "cosh")}
+    lim = _float_literal(_SERIES_LIMIT)
+    small = "%s(_s) < %s" % (f["absolute"], lim)
+    return ("(lambda _s: (lambda _h, _n, _p: {where}({small}, {series}, {where}(_s <= -{lim}, {hyp}, {trig})))"
+            "({where}({small}, _s, 0.0), {where}(_s > -{lim}, -{lim}, _s), {where}(_s < {lim}, {lim}, _s)))"
+            "({s})").format(
+        where=f["where"], small=small, lim=lim, s=s, series=_series_text(k, "_h"),
+        hyp=_closed_text(k, "_n", f["sqrt"], f["cosh"], f["sinh"], True),
+        trig=_closed_text(k, "_p", f["sqrt"], f["cos"], f["sin"], False))
+
+
+def _stumpff_mpmath_code(expr, printer) -> str:
+    """mpmath: ``c_k(s) = 1F2(1; (k+1)/2, (k+2)/2; -s/4) / k!`` (mpmath sums it at working precision,
+    raising precision against cancellation; no singularity anywhere)."""
+    k, s = int(expr.args[0]), printer._print(expr.args[1])
+    hyp, mpf = printer._module_format("mpmath.hyp1f2"), printer._module_format("mpmath.mpf")
+    return "(%s(1, %s(%d)/2, %s(%d)/2, -(%s)/4)/%d)" % (hyp, mpf, k + 1, mpf, k + 2, s, math.factorial(k))
+
+
+def _stumpff_mpmath(k: int, s):
+    """Numeric ``c_k(s)`` of an mpmath number (the function behind :meth:`stumpff._imp_` for mpmath)."""
+    import mpmath
+
+    return mpmath.hyp1f2(1, mpmath.mpf(k + 1) / 2, mpmath.mpf(k + 2) / 2, -s / 4) / math.factorial(k)
+
+
+def _series_terms_needed(k: int, limit: float = _SERIES_LIMIT, tol: float = 1e-17) -> int:
+    """Fewest terms with ``|s| < limit`` truncation error (first omitted term) below ``tol * c_k(0)``."""
+    n = 1
+    while limit ** n * math.factorial(k) / math.factorial(k + 2 * n) > tol:
+        n += 1
+    return n
+
+
+def _stumpff_c(expr, printer) -> str:
+    """C (needs only ``<math.h>``).  C has no expression-level binding, so the argument text is repeated;
+    to keep that down (nested rotations put stumpffs inside stumpff arguments) the forms are:
+
+    * ``c_0 = cos(sqrt(s))`` / ``cosh(sqrt(-s))``; ``c_1 = sin(t)/t`` (``sinh``), exactly 1 at ``s = 0``;
+      ``c_2 = c_1(s/4)^2 / 2`` (the half-angle form of ``(1 - cos t)/t^2``: no cancellation);
+    * ``k >= 3``: the series below ``|s| < 4`` with only as many terms as double precision needs, the
+      closed form above.
+
+    ``sympy.cse`` before ``ccode`` keeps the source short."""
+    k, x = int(expr.args[0]), "(%s)" % printer._print(expr.args[1])
+    return _c_text(k, x)
+
+
+def _c_text(k: int, x: str) -> str:
+    if k == 0:
+        return "((%s >= 0.0) ? cos(sqrt(%s)) : cosh(sqrt(-%s)))" % (x, x, x)
+    if k == 1:
+        return "((%s == 0.0) ? 1.0 : (%s > 0.0) ? (sin(sqrt(%s))/sqrt(%s)) : (sinh(sqrt(-%s))/sqrt(-%s)))" % (
+            x, x, x, x, x, x)
+    if k == 2:
+        return "(0.5*pow(%s, 2))" % _c_text(1, "(%s/4.0)" % x)
+    return "((fabs(%s) < %s) ? (%s) : (%s > 0.0) ? (%s) : (%s))" % (
+        x, _float_literal(_SERIES_LIMIT), _series_text(k, x, _series_terms_needed(k)), x,
+        _closed_text(k, x, "sqrt", "cos", "sin", False),
+        _closed_text(k, x, "sqrt", "cosh", "sinh", True))
 
 
 # ----------------------------------------------------------------------------------------------
