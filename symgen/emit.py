@@ -373,6 +373,9 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
                 sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
     dyn = _emit_model_dynamics(model, layout, slugs, index, nu, name)
+    fk = _traced_frame_kinematics(model, layout, slugs, index, nu)
+    if fk["poses"] is not None:
+        poses, pose_calls = fk["poses"], None
     return {"nb": nb, "nq": nq, "nu": nu, "block": B, "onode": onode, "pnode_inv": pnode_inv, **dyn,
             "kinematics_lines": [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin_calls.head() + kin,
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
@@ -380,8 +383,125 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
             "qdot_lines": ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)out; (void)sg_matvec;"],
             "sanitize_lines": ((["int i;"] if any(ln.startswith("for (i") for ln in sanitize) else []) + sanitize)
             if sanitize else ["(void)out;"],
-            "kinematics_size": nb * B, "poses_lines": ["double X[16];"] + pose_calls.head() + poses,
-            "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu}
+            "kinematics_size": nb * B, "poses_lines": ["(void)sg_link_pose;  /* the helper form, for large models */"]
+            + poses if pose_calls is None else ["double X[16];"] + pose_calls.head() + poses,
+            "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
+            "frame_poses_lines": fk["frame_poses"], **_frame_tables(model, index)}
+
+
+_IDENTITY12 = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+
+
+def _frame_rows(model, index) -> list:
+    """The frames in the manifest's order (newtonian, the bodies, the extra body-fixed frames): (name, body
+    index or -1 for newtonian, pose on that body as R row-major + p)."""
+    rows = [("newtonian", -1, _IDENTITY12)] + [(b.name, k, _IDENTITY12) for k, b in enumerate(model.bodies)]
+    return rows + [(f.name, index[f.body], [float(x) for x in _pose12(f.pose)]) for f in model.frames]
+
+
+def _frame_tables(model, index) -> dict:
+    """C tables of the frames: the body of each, its pose on that body, whether frame_pose walks."""
+    rows = _frame_rows(model, index)
+    depth = []
+    for b in model.bodies:
+        depth.append(1 if b.parent == "newtonian" else depth[index[b.parent]] + 1)
+    # one frame's pose: walk its ancestors (pstep) when they are few, else all bodies' poses (straight-line,
+    # about 2/3 of a walk step per body on arm7)
+    walk = ["1" if r[1] >= 0 and 3 * depth[r[1]] <= 2 * len(model.bodies) else "0" for r in rows]
+    return {"frame_walk": ", ".join(walk), "n_frames": len(rows), "frame_body": ", ".join(str(r[1]) for r in rows),
+            "frame_X": [(_c_array(r[2]), r[0]) for r in rows]}
+
+
+#: above this many lines the straight-line poses kernel gives way to the per-body helper calls, and so do the
+#: one-frame Jacobian's per-body steps (together)
+POSES_STRAIGHT_LIMIT = 4000
+JAC_STEPS_LIMIT = 6000
+
+
+def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
+    """Straight-line C for frame kinematics, onode / pnode constants and the hinges' structural zeros folded
+    (as the dynamics):
+
+    * ``poses``: the body of the poses kernel (world pose of every body, 12 each);
+    * ``frame_poses``: the body of the all-frame poses kernel (4x4 per frame, frame offsets folded);
+      both None above POSES_STRAIGHT_LIMIT lines;
+    * ``steps``: per body k, two steps for a frame whose pose in body k is ``x = p`` (R 9, l 3):
+      ``sg_<name>_pstep_k(q, u, p, y)``: the frame's pose in k's parent, ``y = X_parent,k x``;
+      ``sg_<name>_jstep_k(q, u, p, out, y)``: also the columns of k's hinge, ``phi^T(X_kf) S_k``, into ``out``
+      (6 x nU), and ``y`` only when k has a parent body.  ``sg_<name>_frame_pose`` and
+      ``sg_<name>_frame_jacobian`` walk them from the frame's body to the root: only the frame's ancestors.
+      [] above JAC_STEPS_LIMIT lines (the all-body poses and ``body_jacobian`` then)."""
+    import numpy as np
+
+    from . import soa
+
+    bodies = []
+    for k, b in enumerate(model.bodies):
+        L, pinv = layout[b.name], b.pnode.inverse()
+        st = L["structure"]
+        bodies.append(soa.BodyInfo(
+            k=k, name=b.name, parent=-1 if b.parent == "newtonian" else index[b.parent], slug=slugs[b.name],
+            q0=L["q"][0], u0=L["u"][0], nu=L["nu"],
+            on_R=[float(x) for x in np.asarray(b.onode.R, float).ravel()], on_l=[float(x) for x in b.onode.xyz],
+            pinv_R=[float(x) for x in np.asarray(pinv.R, float).ravel()], pinv_l=[float(x) for x in pinv.xyz],
+            M=None, X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"],
+            X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"]))
+
+    def compose(T, R, l, x):
+        """(R, l) o x for x = [R 9, l 3]: [R x_R, l + R x_l]."""
+        return soa._mat3(T, R, x[:9]) + [T.dot(list(zip(R[3 * i:3 * i + 3], x[9:])), l[i]) for i in range(3)]
+
+    def world_poses(T, bodies, store):
+        world = []
+        for b in bodies:
+            T.comment(f"body {b.k} '{b.name}'")
+            R, l, _, _ = soa.joint(T, b)
+            X = R + l if b.parent < 0 else compose(T, world[b.parent][:9], world[b.parent][9:], R + l)
+            world.append(X)
+            store(b.k, X)
+        return world
+
+    def poses(T, bodies, nu):
+        world_poses(T, bodies, lambda k, X: [T.store(f"out[{12 * k + i}]", x) for i, x in enumerate(X)])
+
+    def frame_poses(T, bodies, nu):
+        world = world_poses(T, bodies, lambda k, X: None)
+        for f, (fname, k, Xf) in enumerate(_frame_rows(model, index)):
+            T.comment(f"frame {f} '{fname}'")
+            X = Xf if k < 0 else world[k] if Xf == _IDENTITY12 else compose(T, world[k][:9], world[k][9:], Xf)
+            for i, x in enumerate([X[0], X[1], X[2], X[9], X[3], X[4], X[5], X[10], X[6], X[7], X[8], X[11],
+                                   0.0, 0.0, 0.0, 1.0]):
+                T.store(f"out[{16 * f + i}]", x)
+
+    def trace(fn):
+        return _trace_function(fn, bodies, nu, _HingeCalls(layout, slugs))
+
+    def short(lines):
+        return lines if len(lines) <= POSES_STRAIGHT_LIMIT else None
+
+    steps, total = [], 0
+    for b in bodies:
+        def pstep(T, bodies, nu, b=b):
+            R, l, _, _ = soa.joint(T, b)
+            for i, v in enumerate(compose(T, R, l, [T.input(f"p[{i}]") for i in range(12)])):
+                T.store(f"out[{i}]", v)
+
+        def jstep(T, bodies, nu, b=b):
+            x = [T.input(f"p[{i}]") for i in range(12)]
+            R, l, S, _ = soa.joint(T, b)
+            for c, col in enumerate(S):
+                for i, v in enumerate(soa.phiT(T, x[:9], x[9:], col)):
+                    T.store(f"out[{i * nu + b.u0 + c}]", v)
+            if b.parent >= 0:
+                for i, v in enumerate(compose(T, R, l, x)):
+                    T.store(f"y[{i}]", v)
+
+        jl, pl = trace(jstep), trace(pstep)
+        jl[0] += " (void)y;"
+        total += len(jl) + len(pl)
+        steps.append({"k": b.k, "name": b.name, "jlines": jl, "plines": pl})
+    return {"poses": short(trace(poses)), "frame_poses": short(trace(frame_poses)),
+            "steps": steps if total <= JAC_STEPS_LIMIT else []}
 
 
 def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
