@@ -41,6 +41,22 @@ def _vee(W):
     return np.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], axis=-1)
 
 
+class FrameHandle(int):
+    """A frame of one model, resolved once (:meth:`MultibodyModel.frame_handle`): its index in the model's
+    ``frame_names``.  Accepted wherever a frame name is; it skips the name lookup.  Each model has its own
+    handle type, so a handle of another model is refused (unless that model has the same frames)."""
+
+    __slots__ = ()
+    _model, _names = "", ()
+
+    @property
+    def name(self) -> str:
+        return self._names[self]
+
+    def __repr__(self):
+        return f"<frame {self._names[self]!r} of {self._model} (index {int(self)})>"
+
+
 class MultibodyModel:
     """Loaded, compiled model.  Every method takes one state or a batch (leading axis N)."""
 
@@ -62,7 +78,6 @@ class MultibodyModel:
         self._hk = {}
         self._block = 12 + 12 * self.nu
         self._dummy = self._ffi.from_buffer("double[]", np.zeros(1))
-        self._dummy_out = self._ffi.from_buffer("double[]", np.zeros(1), require_writable=True)
         self._dbl, self._fb = self._ffi.typeof("double[]"), self._ffi.from_buffer
         self._zero_u = self._ffi.from_buffer("double[]", np.zeros(max(self.nu, 1)))  # mass matrix: U unused
         self._g_buf = self._ffi.from_buffer("double[]", self._gravity)  # sees in-place changes; the setter renews it
@@ -71,6 +86,17 @@ class MultibodyModel:
         self._single_fn = {k: getattr(self._lib, f"sg_{self.name}_{k}_single")
                            for k in ("forward_dynamics", "inverse_dynamics")}
         self._single_fn["mass_matrix"] = getattr(self._lib, f"sg_{self.name}_mass_matrix")
+        # frames by index (frame_names order) and the one-state C entry points that take one
+        self._frame_list = tuple(self._frames[n] for n in self.frame_names)
+        self._frame_index = {n: i for i, n in enumerate(self.frame_names)}
+        self._Handle = type("FrameHandle", (FrameHandle,), {"__slots__": (), "_model": self.name,
+                                                           "_names": self.frame_names})
+        lib, nm = self._lib, self.name
+        self._m1 = self._single_fn["mass_matrix"]
+        self._pose1, self._poses1 = getattr(lib, f"sg_{nm}_frame_pose"), getattr(lib, f"sg_{nm}_frame_poses")
+        self._jac1, self._vel1 = getattr(lib, f"sg_{nm}_frame_jacobian"), getattr(lib, f"sg_{nm}_frame_velocity")
+        self._shape_J, self._shape_M = (6, self.nu), (self.nu, self.nu)
+        self._shape_poses = (len(self.frame_names), 4, 4)
 
     @property
     def gravity(self) -> np.ndarray:
@@ -154,10 +180,39 @@ class MultibodyModel:
         return raw[:, :, :9].reshape(-1, self.nb, 3, 3), raw[:, :, 9:12]
 
     def _frame(self, name):
-        try:
-            return self._frames[name]
-        except KeyError:
-            raise KeyError(f"{self.name}: no frame named {name!r} (frames: {', '.join(self.frame_names)})") from None
+        """(body index, R, p) of a frame given by name or handle."""
+        return self._frame_list[self._fidx(name)]
+
+    def _fidx(self, frame) -> int:
+        """Index of a frame given by name or handle (KeyError: no such name; ValueError: another model's handle)."""
+        if type(frame) is self._Handle:
+            return frame
+        if type(frame) is str:
+            i = self._frame_index.get(frame)
+            if i is not None:
+                return i
+        elif isinstance(frame, FrameHandle):
+            if frame._names == self.frame_names:       # a handle of a twin of this model (same frames)
+                return int(frame)
+            raise ValueError(f"{self.name}: {frame!r} is a frame handle of another model; get one from this "
+                             f"model's frame_handle()")
+        raise KeyError(f"{self.name}: no frame named {frame!r} (frames: {', '.join(self.frame_names)})")
+
+    def frame_handle(self, frame) -> FrameHandle:
+        """A handle of the frame (name or handle): its index in ``frame_names``, accepted wherever a frame name
+        is; it skips the name lookup on every call."""
+        return self._Handle(self._fidx(frame))
+
+    def _outp(self, out, shape, what):
+        """cffi pointer to the caller's ``out=`` array, checked (float64, C-contiguous, writable, exact shape)."""
+        if type(out) is _ND and out.dtype is _F64 and out.shape == shape and out.flags.writeable:
+            try:
+                return self._fb(self._dbl, out)
+            except ValueError:                          # not C-contiguous
+                pass
+        self._out_buffer(out, shape, what)              # raises, naming what is wrong
+        raise AssertionError("unreachable")
+
 
     def _frame_data(self, Q, U, name):
         """(R, p, J, Jdot) of a frame for every state (batched arrays)."""
@@ -177,45 +232,96 @@ class MultibodyModel:
         return a[0] if single else a
 
     # ---- frame queries
-    def frame_pose(self, q, frame: str) -> np.ndarray:
-        """4x4 pose of the frame in newtonian."""
-        single, Q, _ = self._states(q)
-        b, Rbf, lbf = self._frame(frame)
-        n = Q.shape[0]
-        if b < 0:
-            R, p = np.broadcast_to(np.eye(3), (n, 3, 3)), np.zeros((n, 3))
-        else:
-            Rb, pb = self._poses(Q)
-            R, p = Rb[:, b] @ Rbf, pb[:, b] + Rb[:, b] @ lbf
-        T = np.zeros((n, 4, 4))
-        T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = R, p, 1.0
-        return self._out(single, T)
+    # One state (q, u: C-contiguous float64 vectors) takes a lean path: one C call with the frame's index
+    # (sg_<model>_frame_*), no numpy temporaries; it allocates only the result (nothing with out=) and cffi's
+    # pointer objects.  Anything else (lists, strided arrays, batches) is converted and checked, then one C
+    # loop over the states calls the same per-state function: the same numbers either way.
+    def frame_pose(self, q, frame, out=None) -> np.ndarray:
+        """4x4 pose of the frame (name or :meth:`frame_handle`) in newtonian; ``out``: a preallocated float64
+        array of the result's shape, filled and returned."""
+        try:
+            pq = self._fb(self._dbl, q) if q.dtype is _F64 and q.shape == self._shape_q else None
+        except (AttributeError, ValueError):            # not an array, or not C-contiguous
+            pq = None
+        if pq is not None:
+            f = frame if type(frame) is self._Handle else self._fidx(frame)
+            if out is None:
+                out = _empty((4, 4))
+                self._pose1(pq, f, self._fb(self._dbl, out))
+            else:
+                self._pose1(pq, f, self._outp(out, (4, 4), "frame_pose"))
+            return out
+        return self._frame_batch("frame_pose", (4, 4), q, None, frame, out)
 
-    def jacobian(self, q, frame: str) -> np.ndarray:
+    def frame_poses(self, q, out=None) -> np.ndarray:
+        """Poses (4x4, in newtonian) of all frames, in ``frame_names`` order: (n_frames, 4, 4), or
+        (N, n_frames, 4, 4) for a batch; ``out`` as in :meth:`frame_pose`."""
+        try:
+            pq = self._fb(self._dbl, q) if q.dtype is _F64 and q.shape == self._shape_q else None
+        except (AttributeError, ValueError):
+            pq = None
+        if pq is not None:
+            if out is None:
+                out = _empty(self._shape_poses)
+                self._poses1(pq, self._fb(self._dbl, out))
+            else:
+                self._poses1(pq, self._outp(out, self._shape_poses, "frame_poses"))
+            return out
+        return self._frame_batch("frame_poses", self._shape_poses, q, None, None, out)
+
+    def jacobian(self, q, frame, out=None) -> np.ndarray:
         """6 x nU map from U to the frame's inertial spatial velocity [w; v] in frame axes (walks only the
-        frame's ancestors)."""
-        single, Q, _ = self._states(q)
-        b, Rbf, lbf = self._frame(frame)
-        if b < 0:
-            return self._out(single, np.zeros((Q.shape[0], 6, self.nu)))
-        out = np.empty((Q.shape[0], 6 * self.nu))
-        pb = np.array([float(b)])
-        getattr(self._lib, f"sg_{self.name}_body_jacobian_batch")(
-            Q.shape[0], self._buf(Q), self._dummy, self._ffi.from_buffer("double[]", pb),
-            self._ffi.from_buffer("double[]", out, require_writable=True) if out.size else self._dummy_out)
-        J = out.reshape(Q.shape[0], 6, self.nu)
-        at_body = not lbf.any() and np.array_equal(Rbf, np.eye(3))   # the body's own frame: no offset
-        return self._out(single, J if at_body else _phiT_apply(Rbf, lbf, J))
+        frame's ancestors); ``out`` as in :meth:`frame_pose`."""
+        try:
+            pq = self._fb(self._dbl, q) if q.dtype is _F64 and q.shape == self._shape_q else None
+        except (AttributeError, ValueError):
+            pq = None
+        if pq is not None:
+            f = frame if type(frame) is self._Handle else self._fidx(frame)
+            if out is None:
+                out = _empty(self._shape_J)
+                self._jac1(pq, f, self._fb(self._dbl, out))
+            else:
+                self._jac1(pq, f, self._outp(out, self._shape_J, "jacobian"))
+            return out
+        return self._frame_batch("frame_jacobian", self._shape_J, q, None, frame, out)
+
+    def _frame_batch(self, kernel, shape, q, u, frame, out):
+        """The general path of the frame queries: ``sg_<model>_<kernel>_batch`` over the states."""
+        f = None if frame is None else self._fidx(frame)
+        single, Q, U = self._states(q, u)
+        n = Q.shape[0]
+        full = (n,) + shape
+        what = "jacobian" if kernel == "frame_jacobian" else kernel
+        res = np.empty(full) if out is None else self._out_buffer(out, shape if single else full, what).reshape(full)
+        if res.size:
+            args = (n, self._buf(Q)) + (() if u is None else (self._buf(U),)) + (() if f is None else (f,))
+            getattr(self._lib, f"sg_{self.name}_{kernel}_batch")(*args, self._buf(res))
+        return out if out is not None else self._out(single, res)
 
     def jacobian_dot(self, q, u, frame: str) -> np.ndarray:
         """Time derivative of :meth:`jacobian` along Qdot = N U."""
         single, Q, U = self._states(q, u)
         return self._out(single, self._frame_data(Q, U, frame)[3])
 
-    def frame_velocity(self, q, u, frame: str) -> np.ndarray:
-        single, Q, U = self._states(q, u)
-        J = self._frame_data(Q, U, frame)[2]
-        return self._out(single, np.einsum("nij,nj->ni", J, U))
+    def frame_velocity(self, q, u, frame, out=None) -> np.ndarray:
+        """Inertial spatial velocity [w; v] of the frame, in frame axes; ``out`` as in :meth:`frame_pose`."""
+        fb, dbl = self._fb, self._dbl
+        try:
+            pq = pu = None
+            if q.dtype is _F64 is u.dtype and q.shape == self._shape_q and u.shape == self._shape_u:
+                pq, pu = fb(dbl, q), fb(dbl, u)
+        except (AttributeError, ValueError):
+            pq = None
+        if pq is not None:
+            f = frame if type(frame) is self._Handle else self._fidx(frame)
+            if out is None:
+                out = _empty(6)
+                self._vel1(pq, pu, f, fb(dbl, out))
+            else:
+                self._vel1(pq, pu, f, self._outp(out, (6,), "frame_velocity"))
+            return out
+        return self._frame_batch("frame_velocity", (6,), q, u, frame, out)
 
     def frame_acceleration(self, q, u, udot, frame: str) -> np.ndarray:
         """Classical acceleration [w_dot; a] of the frame origin, in frame axes (gravity not added)."""
@@ -237,9 +343,10 @@ class MultibodyModel:
         single, Q, U = self._states(q)
         return self._out(single, self._run("sanitize", Q, U, self.nq))
 
-    def f2f(self, oframe: str, pframe: str) -> "FrameToFrame":
-        self._frame(oframe), self._frame(pframe)
-        return FrameToFrame(self, oframe, pframe)
+    def f2f(self, oframe, pframe) -> "FrameToFrame":
+        """Relative kinematics of ``pframe`` with respect to ``oframe`` (names or handles)."""
+        names = self.frame_names
+        return FrameToFrame(self, names[self._fidx(oframe)], names[self._fidx(pframe)])
 
     # ---- dynamics
     def _p(self, n, middle, f_ext, gravity):
@@ -306,18 +413,20 @@ class MultibodyModel:
         which assembles p on the C stack); allocates only the output (none with ``out=``) and cffi's pointer
         objects.  Returns None when q, u, middle are not C-contiguous float64 vectors of the right size (the
         general path then converts and checks them)."""
-        sq, su = self._shape_q, self._shape_u
-        if not (type(q) is _ND and type(u) is _ND and type(middle) is _ND and q.dtype is _F64 and u.dtype is _F64
-                and middle.dtype is _F64 and q.shape == sq and u.shape == su and middle.shape == su):
-            return None
-        fb, dbl = self._fb, self._dbl
-        try:                                # from_buffer refuses non-contiguous arrays
+        su, fb, dbl = self._shape_u, self._fb, self._dbl
+        try:
+            if not (q.dtype is _F64 is u.dtype is middle.dtype and q.shape == self._shape_q and u.shape == su
+                    and middle.shape == su):
+                return None
             pq, pu, pm = fb(dbl, q), fb(dbl, u), fb(dbl, middle)
-        except ValueError:
+        except (AttributeError, ValueError):  # not arrays; from_buffer refuses non-contiguous arrays
             return None
         g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
-        out = _empty(su) if out is None else self._out_buffer(out, su, kernel)
-        status = self._single_fn[kernel](pq, pu, g, pm, fb(dbl, out))
+        if out is None:
+            out = _empty(su)
+            status = self._single_fn[kernel](pq, pu, g, pm, fb(dbl, out))
+        else:
+            status = self._single_fn[kernel](pq, pu, g, pm, self._outp(out, su, kernel))
         if status:
             self._check_status(status, kernel)
         return out
@@ -362,14 +471,18 @@ class MultibodyModel:
     def mass_matrix(self, q, out=None) -> np.ndarray:
         """Composite-body mass matrix (nU x nU, symmetric).  ``out``: a preallocated float64 array of shape
         (nU, nU), or (N, nU, nU) for a batch, filled and returned."""
-        nu = self.nu
-        if (type(q) is np.ndarray and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
-                and self.nq and nu):
-            out = np.empty((nu, nu)) if out is None else self._out_buffer(out, (nu, nu), "mass_matrix")
-            fb = self._ffi.from_buffer
-            self._single_fn["mass_matrix"](fb("double[]", q), self._zero_u, self._dummy,
-                                           fb("double[]", out, require_writable=True))
+        try:
+            pq = self._fb(self._dbl, q) if q.dtype is _F64 and q.shape == self._shape_q else None
+        except (AttributeError, ValueError):
+            pq = None
+        if pq is not None:
+            if out is None:
+                out = _empty(self._shape_M)
+                self._m1(pq, self._zero_u, self._dummy, self._fb(self._dbl, out))
+            else:
+                self._m1(pq, self._zero_u, self._dummy, self._outp(out, self._shape_M, "mass_matrix"))
             return out
+        nu = self.nu
         single, Q, U = self._states(q)
         if out is not None:
             out = self._out_buffer(out, (nu, nu) if single else (Q.shape[0], nu, nu), "mass_matrix")
