@@ -97,7 +97,7 @@ def test_handles_equal_names(robot):
     for i, f in enumerate(mb.frame_names):
         h = mb.frame_handle(f)
         assert int(h) == i and h.name == f and f in repr(h)
-        assert mb.frame_handle(h) == h
+        assert mb.frame_handle(h) == h and mb.frame_handle(np.str_(f)) == h   # str subclasses are names too
         np.testing.assert_array_equal(mb.frame_pose(Q[0], h), mb.frame_pose(Q[0], f))
         np.testing.assert_array_equal(mb.jacobian(Q[0], h), mb.jacobian(Q[0], f))
         np.testing.assert_array_equal(mb.frame_velocity(Q[0], U[0], h), mb.frame_velocity(Q[0], U[0], f))

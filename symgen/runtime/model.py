@@ -92,6 +92,7 @@ class MultibodyModel:
         self._Handle = type("FrameHandle", (FrameHandle,), {"__slots__": (), "_model": self.name,
                                                            "_names": self.frame_names})
         lib, nm = self._lib, self.name
+        self._fd1, self._id1 = self._single_fn["forward_dynamics"], self._single_fn["inverse_dynamics"]
         self._m1 = self._single_fn["mass_matrix"]
         self._pose1, self._poses1 = getattr(lib, f"sg_{nm}_frame_pose"), getattr(lib, f"sg_{nm}_frame_poses")
         self._jac1, self._vel1 = getattr(lib, f"sg_{nm}_frame_jacobian"), getattr(lib, f"sg_{nm}_frame_velocity")
@@ -187,7 +188,7 @@ class MultibodyModel:
         """Index of a frame given by name or handle (KeyError: no such name; ValueError: another model's handle)."""
         if type(frame) is self._Handle:
             return frame
-        if type(frame) is str:
+        if isinstance(frame, str):
             i = self._frame_index.get(frame)
             if i is not None:
                 return i
@@ -212,7 +213,6 @@ class MultibodyModel:
                 pass
         self._out_buffer(out, shape, what)              # raises, naming what is wrong
         raise AssertionError("unreachable")
-
 
     def _frame_data(self, Q, U, name):
         """(R, p, J, Jdot) of a frame for every state (batched arrays)."""
@@ -408,29 +408,6 @@ class MultibodyModel:
                              f"{shape}, got {got}")
         return out
 
-    def _single(self, kernel, q, u, middle, gravity, out):
-        """Lean path for one state without external forces: no copies, one C call (``sg_<name>_<kernel>_single``,
-        which assembles p on the C stack); allocates only the output (none with ``out=``) and cffi's pointer
-        objects.  Returns None when q, u, middle are not C-contiguous float64 vectors of the right size (the
-        general path then converts and checks them)."""
-        su, fb, dbl = self._shape_u, self._fb, self._dbl
-        try:
-            if not (q.dtype is _F64 is u.dtype is middle.dtype and q.shape == self._shape_q and u.shape == su
-                    and middle.shape == su):
-                return None
-            pq, pu, pm = fb(dbl, q), fb(dbl, u), fb(dbl, middle)
-        except (AttributeError, ValueError):  # not arrays; from_buffer refuses non-contiguous arrays
-            return None
-        g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
-        if out is None:
-            out = _empty(su)
-            status = self._single_fn[kernel](pq, pu, g, pm, fb(dbl, out))
-        else:
-            status = self._single_fn[kernel](pq, pu, g, pm, self._outp(out, su, kernel))
-        if status:
-            self._check_status(status, kernel)
-        return out
-
     def _gravity_vector(self, g):
         g = np.ascontiguousarray(g, dtype=np.float64)
         if g.shape != (3,):
@@ -438,8 +415,8 @@ class MultibodyModel:
         return g
 
     def _dynamics(self, kernel, q, u, middle, f_ext, gravity, out=None) -> np.ndarray:
-        """One dynamics kernel whose p is [g, middle (nU), f_ext], batched and checked (the methods try
-        :meth:`_single` first)."""
+        """One dynamics kernel whose p is [g, middle (nU), f_ext], batched and checked (the methods try their
+        one-state path first)."""
         single, Q, U = self._states(q, u)
         _, _, M = self._states(q, middle)
         if out is not None:
@@ -454,18 +431,48 @@ class MultibodyModel:
         """Udot by the ATBI recursion.  ``T``: generalized forces (nU); ``f_ext``: ``{frame: [N; F] in that
         frame}`` or an array of body-frame wrenches ``(nb, 6)``; ``gravity`` overrides the model's;
         ``out``: a preallocated float64 array of the result's shape, filled and returned."""
+        # one state without external forces (C-contiguous float64 vectors): no copies, one C call
+        # (sg_<name>_forward_dynamics_single assembles p on the C stack); allocates only the output (none with
+        # out=) and cffi's pointer objects.  Anything else takes the general path, which converts and checks.
         if f_ext is None:
-            res = self._single("forward_dynamics", q, u, T, gravity, out)
-            if res is not None:
-                return res
+            fb, dbl, su = self._fb, self._dbl, self._shape_u
+            try:
+                ok = q.dtype is _F64 is u.dtype is T.dtype and q.shape == self._shape_q and u.shape == su == T.shape
+                if ok:
+                    pq, pu, pt = fb(dbl, q), fb(dbl, u), fb(dbl, T)
+            except (AttributeError, ValueError):    # not arrays; from_buffer refuses non-contiguous ones
+                ok = False
+            if ok:
+                g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
+                if out is None:
+                    out = _empty(su)
+                    status = self._fd1(pq, pu, g, pt, fb(dbl, out))
+                else:
+                    status = self._fd1(pq, pu, g, pt, self._outp(out, su, "forward_dynamics"))
+                if status:
+                    self._check_status(status, "forward_dynamics")
+                return out
         return self._dynamics("forward_dynamics", q, u, T, f_ext, gravity, out)
 
     def inverse_dynamics(self, q, u, udot, f_ext=None, gravity=None, out=None) -> np.ndarray:
         """T by Newton-Euler (gravity included).  ``out`` as in :meth:`forward_dynamics`."""
-        if f_ext is None:
-            res = self._single("inverse_dynamics", q, u, udot, gravity, out)
-            if res is not None:
-                return res
+        if f_ext is None:                           # one state: as forward_dynamics
+            fb, dbl, su = self._fb, self._dbl, self._shape_u
+            try:
+                ok = (q.dtype is _F64 is u.dtype is udot.dtype and q.shape == self._shape_q
+                      and u.shape == su == udot.shape)
+                if ok:
+                    pq, pu, pa = fb(dbl, q), fb(dbl, u), fb(dbl, udot)
+            except (AttributeError, ValueError):
+                ok = False
+            if ok:
+                g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
+                if out is None:
+                    out = _empty(su)
+                    self._id1(pq, pu, g, pa, fb(dbl, out))
+                else:
+                    self._id1(pq, pu, g, pa, self._outp(out, su, "inverse_dynamics"))
+                return out
         return self._dynamics("inverse_dynamics", q, u, udot, f_ext, gravity, out)
 
     def mass_matrix(self, q, out=None) -> np.ndarray:
