@@ -11,15 +11,23 @@ For every robot: the same URDF into symgen and Pinocchio, the same random states
 ``--rounds`` interleaved rounds; each number is the median over the rounds of the time per call (or per
 state for batches).  Rows:
 
-* ``fd``  forward dynamics   (symgen ATBI       vs ``pin.aba``)
-* ``id``  inverse dynamics   (symgen Newton-Euler vs ``pin.rnea``)
-* ``M``   mass matrix        (symgen CRBA       vs ``pin.crba``)
-* ``fk``  poses of all bodies (symgen ``poses`` kernel vs ``framesForwardKinematics``)
-* ``jac`` one frame Jacobian (the last link; ``pin.computeFrameJacobian``)
+* ``fd``    forward dynamics   (symgen ATBI         vs ``pin.aba``)
+* ``id``    inverse dynamics   (symgen Newton-Euler vs ``pin.rnea``)
+* ``M``     mass matrix        (symgen CRBA         vs ``pin.crba``)
+* ``pose``  one frame pose, the last link (``mb.frame_pose(q, handle)`` vs ``pin.forwardKinematics`` +
+  ``pin.updateFramePlacement(...).homogeneous``: Pinocchio's cheapest route to one frame's 4x4)
+* ``poses`` poses of all frames (``mb.frame_poses(q)``, an (n_frames, 4, 4) array vs
+  ``pin.framesForwardKinematics`` alone: Pinocchio computes every frame of its own, more numerous
+  frames but hands back no array, so its number is a lower bound for getting them into numpy)
+* ``jac``   one frame Jacobian, the last link (``mb.jacobian(q, handle)`` vs
+  ``pin.computeFrameJacobian(..., LOCAL)``)
+* ``vel``   one frame velocity, the last link (``mb.frame_velocity(q, u, handle)`` vs
+  ``pin.forwardKinematics(q, v)`` + ``pin.getFrameVelocity(..., LOCAL).vector``)
 
-Columns: ``py1`` one call from Python per state (a new output array each call, as users call it),
-``batch`` one symgen call for ``--n`` states (per state; fd, id and M write into a preallocated ``out=``,
-as Pinocchio writes into its Data), Pinocchio one call from Python; ratio = symgen / Pinocchio.
+Columns: ``py1`` one call from Python per state (a new output array each call, as users call it; frames by
+a handle from ``mb.frame_handle``), ``batch`` one symgen call for ``--n`` states (per state; fd, id and M
+write into a preallocated ``out=``, as Pinocchio writes into its Data), Pinocchio one call from Python;
+ratio = symgen / Pinocchio.
 
 Optional sections (each is also a script of its own; see its docstring):
 
@@ -89,7 +97,8 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
     T = np.array([np.linalg.solve(u_map(mb, pm, Q[i], floating).T, TAU[i]) for i in range(n)])
     OUT_U, OUT_M = np.empty((n, mb.nu)), np.empty((n, mb.nu, mb.nu))   # batches write into preallocated out=
     last = mb.body_names[-1]
-    fid = pm.getFrameId(last)
+    fid = pm.getFrameId(last, pin.FrameType.BODY)
+    h = mb.frame_handle(last)
 
     def loop(fn):
         def run(reps):
@@ -106,10 +115,15 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
                lambda i: pin.rnea(pm, pd, QP[i], V[i], TAU[i])),
         "M": (lambda i: mb.mass_matrix(Q[i]), lambda N: mb.mass_matrix(Q[:N], out=OUT_M[:N]),
               lambda i: pin.crba(pm, pd, QP[i])),
-        "fk": (lambda i: mb._poses(Q[i:i + 1]), lambda N: mb._poses(Q[:N]),
-               lambda i: pin.framesForwardKinematics(pm, pd, QP[i])),
-        "jac": (lambda i: mb.jacobian(Q[i], last), lambda N: mb.jacobian(Q[:N], last),
+        "pose": (lambda i: mb.frame_pose(Q[i], h), lambda N: mb.frame_pose(Q[:N], h),
+                 lambda i: (pin.forwardKinematics(pm, pd, QP[i]), pin.updateFramePlacement(pm, pd, fid).homogeneous)),
+        "poses": (lambda i: mb.frame_poses(Q[i]), lambda N: mb.frame_poses(Q[:N]),
+                  lambda i: pin.framesForwardKinematics(pm, pd, QP[i])),
+        "jac": (lambda i: mb.jacobian(Q[i], h), lambda N: mb.jacobian(Q[:N], h),
                 lambda i: pin.computeFrameJacobian(pm, pd, QP[i], fid, pin.LOCAL)),
+        "vel": (lambda i: mb.frame_velocity(Q[i], U[i], h), lambda N: mb.frame_velocity(Q[:N], U[:N], h),
+                lambda i: (pin.forwardKinematics(pm, pd, QP[i], V[i]),
+                           pin.getFrameVelocity(pm, pd, fid, pin.LOCAL).vector)),
     }
     out = {"robot": path.stem, "floating": floating, "nq": mb.nq, "nu": mb.nu, "bodies": mb.nb,
            "build_s": build_s, "c_kB": _c_size_kb(path, floating), "rows": {}}
