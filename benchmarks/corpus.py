@@ -8,8 +8,8 @@ For every URDF that the package ships (``pip install example-robot-data``; the f
 
 1. Pinocchio loads it (``pin.buildModelFromUrdf``, with ``pin.JointModelFreeFlyer()`` for the floating base).
    A file Pinocchio refuses is listed as such and not counted.  A floating variant whose free-flyer
-   dynamics Pinocchio itself cannot compute finitely (``pin.aba`` not finite: a massless root) is listed as
-   ``n/a``.
+   dynamics Pinocchio itself cannot compute finitely (``pin.aba`` at its neutral configuration not finite,
+   with the armature of step 3 given) is listed as ``n/a`` and not counted.
 2. symgen builds it in a subprocess with an **empty cache** (``SYMGEN_CACHE_DIR`` fresh: sympy derivation,
    emission, gcc — the cold build a new user sees), then once more (warm: cached sources, module import).
 3. At ``--states`` random states (Q uniform in [-2, 2] then sanitized, U, Udot, T standard normal): forward
@@ -106,11 +106,6 @@ def run_one(path: str, floating: bool, n_states: int, calls: int, armature_value
         return row
     row["nv"] = pm.nv
     pd = pm.createData()
-    if floating:
-        a = pin.aba(pm, pd, pin.neutral(pm), np.zeros(pm.nv), np.zeros(pm.nv))
-        if not np.all(np.isfinite(a)):
-            row.update(status="n/a", detail="Pinocchio's own free-flyer aba is not finite at its neutral configuration")
-            return row
 
     import symgen
     from symgen.model import ModelError, load_model
@@ -147,6 +142,11 @@ def run_one(path: str, floating: bool, n_states: int, calls: int, armature_value
     row["c_kB"] = sum(len(v) for k, v in _sources(path, floating, opts).items() if k.endswith((".c", ".h"))) / 1024
     if armature:
         set_armature(pm, armature)
+    if floating:     # with the same armature: a floating base Pinocchio itself cannot solve is not counted
+        a = pin.aba(pm, pd, pin.neutral(pm), np.zeros(pm.nv), np.zeros(pm.nv))
+        if not np.all(np.isfinite(a)):
+            row.update(status="n/a", detail="Pinocchio's own free-flyer aba is not finite at its neutral configuration")
+            return row
     try:
         err = compare_with_pinocchio(mb, pm, floating, np.random.default_rng(0), n_states)
     except Exception as e:
@@ -296,7 +296,8 @@ def main(argv=None) -> int:
     if args.one:
         return _child(args)
     if args.merge:
-        rows = [r for f in args.merge for r in json.loads(Path(f).read_text())]
+        merged = {(r["path"], r["floating"]): r for f in args.merge for r in json.loads(Path(f).read_text())}
+        rows = list(merged.values())      # a later file's row replaces an earlier one's
         rows.sort(key=lambda r: (Path(r["path"]).stem, r["path"], r["floating"]))
         return _finish(rows, args, 0.0)
     files = corpus(args.robots)
