@@ -412,10 +412,6 @@ def _frame_tables(model, index) -> dict:
             "frame_X": [(_c_array(r[2]), r[0]) for r in rows]}
 
 
-#: above this many lines the straight-line poses kernel gives way to the per-body helper calls, and so do the
-#: one-frame Jacobian's per-body steps (together)
-POSES_STRAIGHT_LIMIT = 4000
-JAC_STEPS_LIMIT = 6000
 
 
 def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
@@ -424,13 +420,13 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
 
     * ``poses``: the body of the poses kernel (world pose of every body, 12 each);
     * ``frame_poses``: the body of the all-frame poses kernel (4x4 per frame, frame offsets folded);
-      both None above POSES_STRAIGHT_LIMIT lines;
+      both None above soa.POSES_STRAIGHT_LIMIT lines;
     * ``steps``: per body k, two steps for a frame whose pose in body k is ``x = p`` (R 9, l 3):
       ``sg_<name>_pstep_k(q, u, p, y)``: the frame's pose in k's parent, ``y = X_parent,k x``;
       ``sg_<name>_jstep_k(q, u, p, out, y)``: also the columns of k's hinge, ``phi^T(X_kf) S_k``, into ``out``
       (6 x nU), and ``y`` only when k has a parent body.  ``sg_<name>_frame_pose`` and
       ``sg_<name>_frame_jacobian`` walk them from the frame's body to the root: only the frame's ancestors.
-      [] above JAC_STEPS_LIMIT lines (the all-body poses and ``body_jacobian`` then)."""
+      [] above soa.JAC_STEPS_LIMIT lines (the all-body poses and ``body_jacobian`` then)."""
     import numpy as np
 
     from . import soa
@@ -477,7 +473,7 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
         return _trace_function(fn, bodies, nu, _HingeCalls(layout, slugs))
 
     def short(lines):
-        return lines if len(lines) <= POSES_STRAIGHT_LIMIT else None
+        return lines if len(lines) <= soa.POSES_STRAIGHT_LIMIT else None
 
     steps, total = [], 0
     for b in bodies:
@@ -501,7 +497,7 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
         total += len(jl) + len(pl)
         steps.append({"k": b.k, "name": b.name, "jlines": jl, "plines": pl})
     return {"poses": short(trace(poses)), "frame_poses": short(trace(frame_poses)),
-            "steps": steps if total <= JAC_STEPS_LIMIT else []}
+            "steps": steps if total <= soa.JAC_STEPS_LIMIT else []}
 
 
 def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:

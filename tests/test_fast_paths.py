@@ -166,17 +166,16 @@ def test_bad_out_and_bad_frames_are_refused(robot, tmp_path):
 
 
 def test_large_model_fallbacks_equal_the_walk(monkeypatch):
-    """Above symgen.emit's limits, one frame's pose and Jacobian come from the all-body poses kernel and
+    """Above symgen.soa's frame limits, one frame's pose and Jacobian come from the all-body poses kernel and
     ``body_jacobian`` (and all frames' poses from the per-body helpers); same numbers to 1e-14."""
     from symgen import build as sgb
-    from symgen import emit
+    from symgen import soa
     from symgen.model import load_model
 
     path = MODELS / "double_pendulum.yaml"
     walk = symgen.build(str(path))
-    monkeypatch.setattr(emit, "POSES_STRAIGHT_LIMIT", 0)
-    monkeypatch.setattr(emit, "JAC_STEPS_LIMIT", 0)
-    monkeypatch.setattr(sgb, "cached_model_sources", sgb.model_sources)   # its key knows soa's limits, not emit's
+    monkeypatch.setattr(soa, "POSES_STRAIGHT_LIMIT", 0)
+    monkeypatch.setattr(soa, "JAC_STEPS_LIMIT", 0)
     model = load_model(str(path))
     files, manifest = sgb.model_sources(model)
     c = files[f"{manifest['name']}.c"]
