@@ -102,7 +102,7 @@ def run_one(path: str, floating: bool, n_states: int, calls: int, armature_value
     try:
         pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
     except Exception as e:  # Pinocchio's own refusal: not counted
-        row.update(status="pin refuses", detail=str(e).splitlines()[0][:120])
+        row.update(status="pin refuses", detail=str(e).splitlines()[0].replace(path, Path(path).name)[:120])
         return row
     row["nv"] = pm.nv
     pd = pm.createData()
