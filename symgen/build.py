@@ -492,8 +492,9 @@ def build_model(model, out=None, progress=None):
     manifest["module"], manifest["so"] = name, so.name
     singular = singular_hinges(MultibodyModel(mod, manifest))
     manifest["singular_hinges"] = [h for h, _, _ in singular]
-    manifest["warnings"] = manifest["warnings"] + singular_message(model.name, singular)
-    for w in singular_message(model.name, singular):
+    messages = singular_message(singular)
+    manifest["warnings"] = manifest["warnings"] + messages
+    for w in messages:
         say(f"warning   {w}")
     path = so
     if out is not None:

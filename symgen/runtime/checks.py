@@ -71,7 +71,7 @@ def singular_hinges(mb, n_states: int = 3, seed: int = 0) -> list:
     return found
 
 
-def singular_message(model_name: str, found: list) -> list:
+def singular_message(found: list) -> list:
     """One warning per singular hinge, naming it, its subtree and the two remedies."""
     out = []
     for hinge, body, sub in found:
