@@ -411,7 +411,8 @@ def model_sources(model, progress=None):
         slugs[b.name] = m["slug"]
         specs[m["slug"]] = m
         layout[b.name] = {"q": (qo, qo + h.nq), "u": (uo, uo + h.nu), "nq": h.nq, "nu": h.nu,
-                          "subhinges": list(h.subhinge_types), "structure": m["structure"]}
+                          "subhinges": list(h.subhinge_types), "structure": m["structure"],
+                          "has_sanitize": h.has_sanitize}
         hinges[b.hinge_name] = {"body": b.name, "type": b.hinge_type, "slug": m["slug"], "label": h.spec.label(),
                                 "q": [qo, qo + h.nq], "u": [uo, uo + h.nu], "subhinges": list(h.subhinge_types),
                                 "neutral_q": _neutral(h), "armature": list(b.armature) or [0.0] * h.nu}
@@ -436,13 +437,8 @@ def model_sources(model, progress=None):
 
 
 def _neutral(h) -> list:
-    q = []
-    for s in h.spec.subhinges:
-        q += [0.0, 0.0, 0.0, 1.0] if s.type == "SPHERICAL_QUAT" else [0.0] * s.info.nq
-    out = [0.0] * len(q)
-    for j, i in enumerate(h.spec.q_order):
-        out[i] = q[j]
-    return out
+    """The hinge's neutral Q (the registry's ``SubhingeType.neutral_q`` of each subhinge, hinge order)."""
+    return h.spec.neutral_q()
 
 
 def _package_fingerprint() -> str:

@@ -41,9 +41,6 @@ KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "coord_map_
 #: kernels whose value depends on U as well as Q
 NEEDS_U = frozenset({"coord_map_dot", "bias"})
 
-_ROTATING = {"PIN", "SCREW", "SPHERICAL", "SPHERICAL_QUAT"}
-_AXIAL_ROTATION = {"PIN", "SCREW"}
-
 
 # --------------------------------------------------------------------------------------------------
 # helpers
@@ -163,7 +160,7 @@ def derive(spec: HingeSpec) -> dict:
         "bias": bias,
         "pose_gradient": _pose_gradient(spec, R_op, l_op, H, N, q),
         "ortho_complement": _ortho_complement(spec, kins, H),
-        "sanitize": _sanitize(spec, kins, q),
+        "sanitize": _sanitize(spec, q_sub),
     }
     return out
 
@@ -171,13 +168,14 @@ def derive(spec: HingeSpec) -> dict:
 def _pose_gradient(spec, R_op, l_op, H, N, q):
     """``G = [J_r^-1(log R_op) H_w; (dl_op/dQ) N]``.
 
-    When every rotating subhinge turns about one common axis ``a`` (PIN, SCREW, CYLINDRICAL, ...),
-    ``log R_op`` is parallel to ``a`` and ``J_r^-1(log R) a = a``, so the rotation rows are exactly ``H_w``
-    for any angle (no 2 pi wrap issue).  Otherwise the rotation rows use :func:`spatial.rotation_jr_inv`.
+    When every rotating subhinge turns about its axis only (``SubhingeType.rotation == "axis"``: PIN, SCREW)
+    and the axes are one common axis ``a``, ``log R_op`` is parallel to ``a`` and ``J_r^-1(log R) a = a``, so
+    the rotation rows are exactly ``H_w`` for any angle (no 2 pi wrap issue).  Otherwise the rotation rows
+    use :func:`spatial.rotation_jr_inv`.
     """
-    rot = [s for s in spec.subhinges if s.type in _ROTATING]
+    rot = [s for s in spec.subhinges if s.info.rotation is not None]
     Hw = H[:3, :]
-    single_axis = all(s.type in _AXIAL_ROTATION for s in rot) and all(
+    single_axis = all(s.info.rotation == "axis" for s in rot) and all(
         np.linalg.norm(np.cross(rot[0].axis, s.axis)) < 1e-12 for s in rot)
     G_rot = Hw if single_axis else S.rotation_jr_inv(R_op) * Hw
     G_lin = l_op.jacobian(q) * N if q.shape[0] else sp.zeros(3, H.shape[1])
@@ -188,8 +186,9 @@ def _ortho_complement(spec, kins, H):
     """Columns spanning ``{f : f^T H*_p = 0}`` (constraint wrenches ``[N; F]`` in the pnode).
 
     1. constant coord map: an orthonormal constant basis;
-    2. translations (LINEAR, LINEAR3) followed by rotations about the common origin (PIN, SPHERICAL,
-       SPHERICAL_QUAT; at most 3 rotational and 3 translational directions): forces ``R_op^T n`` for
+    2. pure translations (LINEAR, LINEAR3: ``SubhingeType.pure_translation``) followed by pure rotations
+       (PIN, SPHERICAL, SPHERICAL_QUAT: ``pure_rotation``; at most 3 rotational and 3 translational
+       directions): forces ``R_op^T n`` for
        ``n`` perpendicular to the translation directions (onode frame), moments perpendicular to the
        rotation axes (constant for one PIN, ``w_1 x w_2`` for two);
     3. otherwise the symbolic null space of ``H^T`` with denominators cleared.
@@ -203,16 +202,14 @@ def _ortho_complement(spec, kins, H):
     if not H.free_symbols:
         return _constant_complement(H)
 
-    types = [sub.type for sub, *_ in kins if sub.type != "LOCKED"]
+    moving = [sub.info for sub, *_ in kins if sub.info.nu > 0]
     n_trans = 0
-    while n_trans < len(types) and types[n_trans] in ("LINEAR", "LINEAR3"):
+    while n_trans < len(moving) and moving[n_trans].pure_translation:
         n_trans += 1
-    rot_types = types[n_trans:]
-    rot_cols = [c for (sub, kin, _, ui) in kins if sub.type in ("PIN", "SPHERICAL", "SPHERICAL_QUAT")
-                for c in ui]
+    rot_cols = [c for (sub, kin, _, ui) in kins if sub.info.pure_rotation for c in ui]
     n_rot = len(rot_cols)
-    if all(t in ("PIN", "SPHERICAL", "SPHERICAL_QUAT") for t in rot_types) and n_rot <= 3:
-        trans_dirs = [kin.H[3:, j] for (sub, kin, _, _) in kins if sub.type in ("LINEAR", "LINEAR3")
+    if all(t.pure_rotation for t in moving[n_trans:]) and n_rot <= 3:
+        trans_dirs = [kin.H[3:, j] for (sub, kin, _, _) in kins if sub.info.pure_translation
                       for j in range(kin.H.shape[1])]
         T = _hstack(trans_dirs, 3)
         if T.rank() == T.shape[1] <= 3:
@@ -237,17 +234,18 @@ def _ortho_complement(spec, kins, H):
     return _fraction_free_nullspace(H)
 
 
-def _sanitize(spec, kins, q):
-    if not any(kin.sanitize is not None for _, kin, _, _ in kins):
+def _sanitize(spec, q_sub):
+    """Equivalent Q (hinge order): each subhinge's ``SubhingeType.sanitize`` of its own coordinates, the
+    others unchanged; None when no subhinge has one."""
+    if not spec.has_sanitize:
         return None
-    q_sub = sp.Matrix([q[i] for i in spec.q_order])
-    for _, kin, qi, _ in kins:
-        if kin.sanitize is not None:
-            q_sub[qi[0]:qi[-1] + 1, 0] = kin.sanitize
-    out = sp.zeros(q.shape[0], 1)
-    for j, i in enumerate(spec.q_order):
-        out[i] = q_sub[j]
-    return out
+    out, iq = list(q_sub), 0
+    for sub in spec.subhinges:
+        n = sub.info.nq
+        if sub.info.sanitize is not None:
+            out[iq:iq + n] = list(sub.info.sanitize(q_sub[iq:iq + n]))
+        iq += n
+    return sp.Matrix(spec.to_hinge_order(out))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -405,7 +403,7 @@ class Hinge:
 
     @property
     def has_sanitize(self) -> bool:
-        return self._d["sanitize"] is not None
+        return self.spec.has_sanitize
 
     def jacobian(self, offset=None) -> sp.Matrix:
         """6 x nU map from U to the velocity of a frame t rigidly attached to the pnode, relative to the

@@ -367,7 +367,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
         if hnq:
             qdot += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
                      f"sg_matvec({hnq}, {hnu}, N, u + {u0}, out + {q0});"]
-            if any(t in ("SPHERICAL", "SPHERICAL_QUAT") for t in L["subhinges"]):
+            if L["has_sanitize"]:
                 sanitize.append(f"sg_{s}_sanitize(q + {q0}, u, 0, out + {q0});  /* hinge '{b.hinge_name}' */")
             else:
                 sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")

@@ -54,38 +54,14 @@ def get_hinge(case):
 
 
 def random_q(h, rng, max_angle=2.5):
-    """Random Q in hinge order: angles in (-max_angle, max_angle), distances in (-1, 1), rotation vectors
-    of norm < max_angle, unit quaternions."""
-    parts = []
-    for s in h.spec.subhinges:
-        t = s.type
-        if t in ("PIN", "SCREW"):
-            parts.append(rng.uniform(-max_angle, max_angle, 1))
-        elif t == "LINEAR":
-            parts.append(rng.uniform(-1, 1, 1))
-        elif t == "LINEAR3":
-            parts.append(rng.uniform(-1, 1, 3))
-        elif t == "SPHERICAL":
-            v = rng.normal(size=3)
-            parts.append(v / np.linalg.norm(v) * rng.uniform(0.05, max_angle))
-        elif t == "SPHERICAL_QUAT":
-            v = rng.normal(size=4)
-            parts.append(v / np.linalg.norm(v))
-    q_sub = np.concatenate(parts) if parts else np.zeros(0)
-    q = np.empty_like(q_sub)
-    for j, i in enumerate(h.spec.q_order):
-        q[i] = q_sub[j]
-    return q
+    """Random Q in hinge order, drawn by the registry (``SubhingeType.random_q``): angles in
+    (-max_angle, max_angle), distances in (-1, 1), rotation vectors of norm < max_angle, unit quaternions."""
+    return h.spec.random_q(rng, max_angle)
 
 
 def neutral_q(h):
-    q_sub = []
-    for s in h.spec.subhinges:
-        q_sub += [0.0, 0.0, 0.0, 1.0] if s.type == "SPHERICAL_QUAT" else [0.0] * s.info.nq
-    q = np.empty(len(q_sub))
-    for j, i in enumerate(h.spec.q_order):
-        q[i] = q_sub[j]
-    return q
+    """The registry's neutral Q (zeros, identity quaternions), hinge order."""
+    return np.array(h.spec.neutral_q(), float)
 
 
 def rotation_angle(R):

@@ -1,26 +1,69 @@
 """Hinge registry: the subhinge catalogue and the hinge-type table.
 
-This package is the one place a hinge type is added (see :mod:`symgen.hinges.types`).  Everything else —
-derivation, generated C, tests, the README table — iterates over :data:`HINGE_TYPES`.
+This package is the one place a hinge type is added: :func:`register_subhinge` (a new kind of relative
+motion, with every fact the rest of symgen needs about it) and :func:`register_hinge_type` (a sequence of
+subhinges with default axes).  Everything else — derivation, generated C, tests, the README table —
+iterates over :data:`HINGE_TYPES` and reads the facts of :data:`SUBHINGE_TYPES`.
+:func:`temporary_types` adds types for the length of a ``with`` block.
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
+
 from .params import (HingeParams, hooke_hinge_params, inline_hinge_params, inplane_hinge_params,
                      parallel_hinge_params, perpendicular_hinge_params)
-from .subhinges import SUBHINGE_TYPES, SubhingeKinematics, SubhingeType
+from .subhinges import SUBHINGE_TYPES, SubhingeKinematics, SubhingeType, register_subhinge
 from .types import (DEFAULT_PITCH, HINGE_TYPE_TABLE, PLANNED_HINGE_TYPES, BoundSubhinge, HingeSpec,
-                    HingeType)
+                    HingeType, register, register_hinge_type)
 
-#: Names of the implemented hinge types, in table order.
-HINGE_TYPES: tuple = tuple(HINGE_TYPE_TABLE)
+
+class _Names(Sequence):
+    """The names of the registered hinge types, in table order: a read-only tuple-like view that follows
+    registrations."""
+
+    def __getitem__(self, i):
+        return tuple(HINGE_TYPE_TABLE)[i]
+
+    def __len__(self):
+        return len(HINGE_TYPE_TABLE)
+
+    def __contains__(self, name):
+        return name in HINGE_TYPE_TABLE
+
+    def __eq__(self, other):
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return repr(tuple(HINGE_TYPE_TABLE))
+
+
+#: Names of the implemented hinge types, in table order (follows :func:`register_hinge_type`).
+HINGE_TYPES = _Names()
 
 __all__ = [
     "HINGE_TYPES", "HINGE_TYPE_TABLE", "SUBHINGE_TYPES", "PLANNED_HINGE_TYPES", "DEFAULT_PITCH",
     "HingeParams", "HingeSpec", "HingeType", "BoundSubhinge", "SubhingeType", "SubhingeKinematics",
-    "bind", "hinge_type", "subhinge_types", "hinge_type_string",
+    "bind", "hinge_type", "subhinge_types", "hinge_type_string", "register", "register_hinge_type",
+    "register_subhinge", "temporary_types", "hinge_table_markdown",
     "hooke_hinge_params", "inline_hinge_params", "inplane_hinge_params", "perpendicular_hinge_params",
     "parallel_hinge_params",
 ]
+
+
+@contextlib.contextmanager
+def temporary_types():
+    """Within the block, types registered (``register_subhinge``, ``register_hinge_type``) are usable like
+    the built-in ones; on exit the registry is back as it was."""
+    saved = dict(SUBHINGE_TYPES), dict(HINGE_TYPE_TABLE)
+    try:
+        yield
+    finally:
+        for table, before in zip((SUBHINGE_TYPES, HINGE_TYPE_TABLE), saved):
+            table.clear()
+            table.update(before)
 
 
 def hinge_type(name) -> HingeType:

@@ -3,8 +3,8 @@
 A hinge type is one registry entry: its subhinge sequence (onode -> pnode), its parameters with their
 defaults, and a ``bind`` function turning user parameters into a :class:`HingeSpec` — the hinge type with
 every constant bound (axes, pitch, coordinate order).  Adding a hinge type means adding one
-``register(...)`` call here; derivation, code generation, tests and the README table find it in
-:data:`HINGE_TYPE_TABLE`.
+:func:`register_hinge_type` (or, for a custom binder, :func:`register`) call; derivation, code generation,
+tests and the README table find it in :data:`HINGE_TYPE_TABLE`.
 
 Parameter rules (errors are ``ValueError`` naming the hinge and the parameter):
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -66,6 +67,28 @@ class HingeSpec:
     def subhinge_types(self) -> tuple:
         return tuple(s.type for s in self.subhinges)
 
+    @property
+    def has_sanitize(self) -> bool:
+        """Whether some subhinge's Q needs sanitizing (then the hinge has a ``sanitize`` kernel)."""
+        return any(s.info.sanitize is not None for s in self.subhinges)
+
+    def to_hinge_order(self, q_sub) -> list:
+        """Q values in subhinge order -> hinge order (BUSHING lists its rotations first)."""
+        out = [None] * len(q_sub)
+        for j, i in enumerate(self.q_order):
+            out[i] = q_sub[j]
+        return out
+
+    def neutral_q(self) -> list:
+        """Q of the reference pose (zeros, identity quaternions), hinge order."""
+        return self.to_hinge_order([x for s in self.subhinges for x in s.info.neutral_q])
+
+    def random_q(self, rng, max_angle: float = 2.5) -> np.ndarray:
+        """A random valid Q (hinge order) from each subhinge's ``random_q``: angles in (-max_angle,
+        max_angle), distances in (-1, 1), rotation vectors of norm < max_angle, unit quaternions."""
+        parts = [np.asarray(s.info.random_q(rng, max_angle), float).reshape(s.info.nq) for s in self.subhinges]
+        return np.array(self.to_hinge_order(list(np.concatenate(parts))) if parts else [], float)
+
     def key(self) -> str:
         """Canonical text of everything the derivation depends on."""
         return json.dumps({
@@ -97,9 +120,41 @@ class HingeType:
 HINGE_TYPE_TABLE: dict[str, HingeType] = {}
 
 
-def register(name, subhinges, summary, defaults, bind):
-    HINGE_TYPE_TABLE[name] = HingeType(name, tuple(subhinges) if subhinges is not None else None, summary,
-                                       dict(defaults), bind)
+def _check_new(name, subhinges) -> None:
+    if not re.fullmatch(r"[A-Z][A-Z0-9_]*", str(name)):
+        raise ValueError(f"hinge type name {name!r}: use an upper-case identifier (it names C functions)")
+    if name in HINGE_TYPE_TABLE:
+        raise ValueError(f"hinge type {name!r} is already registered")
+    unknown = [s for s in subhinges or () if s not in SUBHINGE_TYPES]
+    if unknown:
+        raise ValueError(f"hinge type {name!r}: unknown subhinge type(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(SUBHINGE_TYPES)})")
+
+
+def register(name, subhinges, summary, defaults, bind) -> HingeType:
+    """Add a hinge type with its own binder: ``bind(**params) -> HingeSpec``, ``defaults`` its parameters
+    and their defaults (``subhinges`` None when the binder chooses them, as CUSTOM).  ``ValueError`` if the
+    name is taken, not an upper-case identifier, or names an unknown subhinge type."""
+    _check_new(name, subhinges)
+    ht = HingeType(name, tuple(subhinges) if subhinges is not None else None, summary, dict(defaults), bind)
+    HINGE_TYPE_TABLE[name] = ht
+    return ht
+
+
+def register_hinge_type(name, subhinges, summary, axes=(), pitch=None, q_order=None, u_order=None) -> HingeType:
+    """Add a hinge type made of a fixed subhinge sequence (onode -> pnode).  ``axes``: the default axis of
+    each axis-bearing subhinge (the parameter is ``axis`` when they are all equal, else ``axes``); ``pitch``:
+    the default pitch when a subhinge takes one; ``q_order`` / ``u_order``: hinge index of each coordinate /
+    speed in subhinge order (default: subhinge order)."""
+    _check_new(name, subhinges)
+    n_axes = sum(SUBHINGE_TYPES[s].has_axis for s in subhinges)
+    if len(axes) != n_axes:
+        raise ValueError(f"hinge type {name!r}: {n_axes} axis-bearing subhinge(s) need {n_axes} default axes, "
+                         f"got {len(axes)}")
+    if pitch is None and any(SUBHINGE_TYPES[s].has_pitch for s in subhinges):
+        raise ValueError(f"hinge type {name!r}: a subhinge takes a pitch; give its default pitch")
+    allowed, bind = _fixed(name, tuple(subhinges), tuple(axes), pitch=pitch, q_order=q_order, u_order=u_order)
+    return register(name, subhinges, summary, allowed, bind)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -274,9 +329,7 @@ def _bind_custom(**given):
 # the table
 # --------------------------------------------------------------------------------------------------
 
-def _simple(name, subhinges, summary, axes=(), pitch=None, q_order=None, u_order=None):
-    allowed, bind = _fixed(name, tuple(subhinges), tuple(axes), pitch=pitch, q_order=q_order, u_order=u_order)
-    register(name, subhinges, summary, allowed, bind)
+_simple = register_hinge_type
 
 
 def _karana(name, subhinges, summary, params_fn, takes_ij_q):
