@@ -456,12 +456,16 @@ def _package_fingerprint() -> str:
 
 def cached_model_sources(model):
     """:func:`model_sources` through a disk cache keyed by the model's content and the package sources,
-    so a warm build of an unchanged model does no sympy or jinja2 work."""
+    so a warm build of an unchanged model does no sympy or jinja2 work.  The key includes each hinge's bound
+    spec (with its subhinge types' fingerprints), so a hinge type registered at run time is keyed by its
+    definition, not only its name."""
     import dataclasses
 
     from . import soa
+    from .hinges import bind
 
-    text = json.dumps(dataclasses.asdict(model), sort_keys=True, default=str)
+    specs = [bind(b.hinge_type, **b.hinge_kwargs()).key() for b in model.bodies]
+    text = json.dumps([dataclasses.asdict(model), specs], sort_keys=True, default=str)
     limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}|{soa.AVX2_COPY_MIN_LINES}"  # form choices
               f"|{soa.AVX2_COPY_MAX_LINES}|{soa.SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}")
     key = hashlib.sha256((text + _package_fingerprint() + limits).encode()).hexdigest()[:24]

@@ -56,7 +56,9 @@ __all__ = [
 @contextlib.contextmanager
 def temporary_types():
     """Within the block, types registered (``register_subhinge``, ``register_hinge_type``) are usable like
-    the built-in ones; on exit the registry is back as it was."""
+    the built-in ones; on exit the registry is back as it was.  Cache keys carry each subhinge type's
+    definition (:attr:`SubhingeType.fingerprint`), so a temporary type never meets another's cached
+    derivation or model sources."""
     saved = dict(SUBHINGE_TYPES), dict(HINGE_TYPE_TABLE)
     try:
         yield

@@ -13,8 +13,12 @@ term in closed form.
 """
 from __future__ import annotations
 
+import hashlib
+import inspect
+import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
@@ -88,6 +92,36 @@ class SubhingeType:
     @property
     def pure_translation(self) -> bool:
         return self.rotation is None and self.translates
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Hash of the whole definition (facts and the functions' source): part of every cache key of a
+        hinge using this type, so two definitions under one name never share a cached derivation."""
+        facts = [self.name, self.nq, self.nu, self.has_axis, self.has_pitch, self.rotation, self.translates,
+                 list(self.neutral_q)]
+        text = json.dumps(facts) + "".join(_definition_text(f) for f in (self.kinematics, self.sanitize))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _definition_text(fn, depth=0) -> str:
+    """A function's source (or code), defaults and closure values: what its result depends on besides
+    module globals."""
+    if fn is None:
+        return "None"
+    if not callable(fn) or depth > 3:
+        return repr(fn)
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        src = code.co_code.hex() + repr(code.co_consts) if code else repr(fn)
+    cells = []
+    for c in getattr(fn, "__closure__", None) or ():
+        try:
+            cells.append(_definition_text(c.cell_contents, depth + 1))
+        except ValueError:  # an empty cell
+            cells.append("<empty>")
+    return src + repr(getattr(fn, "__defaults__", None)) + "".join(cells)
 
 
 SUBHINGE_TYPES: dict[str, SubhingeType] = {}

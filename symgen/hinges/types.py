@@ -90,10 +90,11 @@ class HingeSpec:
         return np.array(self.to_hinge_order(list(np.concatenate(parts))) if parts else [], float)
 
     def key(self) -> str:
-        """Canonical text of everything the derivation depends on."""
+        """Canonical text of everything the derivation depends on (with each subhinge type's fingerprint,
+        so a re-defined subhinge type never meets a cached derivation of the old one)."""
         return json.dumps({
             "type": self.hinge_type,
-            "subhinges": [[s.type, s.axis, s.pitch] for s in self.subhinges],
+            "subhinges": [[s.type, s.axis, s.pitch, s.info.fingerprint] for s in self.subhinges],
             "q_order": self.q_order, "u_order": self.u_order,
         }, sort_keys=True)
 
