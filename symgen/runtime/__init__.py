@@ -1,5 +1,6 @@
 """Python side of built modules. Imports neither sympy nor jinja2: a built module loads without them."""
 from .hinge_kernels import HingeKernels, load_hinge_library
-from .model import FrameToFrame, MultibodyModel, load_model
+from .f2f import FrameToFrame
+from .model import MultibodyModel, load_model
 
 __all__ = ["HingeKernels", "load_hinge_library", "MultibodyModel", "FrameToFrame", "load_model"]

@@ -1,15 +1,17 @@
 """A built model: names instead of indices, numpy in / numpy out (no sympy, no jinja2).
 
+This module holds :class:`MultibodyModel`'s calls into the compiled module: state handling, the one-state
+fast paths (one C call each) and the batched paths.  The other jobs live in their own modules, reached
+through thin methods of the model: integration (``simulate``) in :mod:`.integrate`, fitting (``fit_q``,
+``fit_u``) in :mod:`.fit`, frame-to-frame queries and their numerical-difference twins (``f2f``) in
+:mod:`.f2f`.
+
 The compiled ``kinematics`` kernel returns, per body, its pose in newtonian, its Jacobian ``J_b`` (U -> the
 body's inertial spatial velocity ``[w; v]`` in body axes) and ``Jdot_b``.  Everything here follows from those
 with batched numpy (no Python loop over states):
 
 * frame f on body b at ``X_bf``: ``J_f = phi^T(b, f) J_b``, ``V_f = J_f U``;
-* ``frame_acceleration`` is classical: ``J_f Udot + Jdot_f U + [0; w_f x v_f]``;
-* f2f(o, p): ``rel_sp_vel`` is the velocity of p relative to o, observed from and represented in o
-  (``[R_op w_p - w_o; R_op v_p - v_o + l_op x w_o]`` in o axes), ``rel_sp_accel`` its time derivative
-  (components in o), ``jacobian`` maps U to ``rel_sp_vel``, ``pose_gradient`` maps U to
-  ``d/dt [log R_op; l_op]``.
+* ``frame_acceleration`` is classical: ``J_f Udot + Jdot_f U + [0; w_f x v_f]``.
 """
 from __future__ import annotations
 
@@ -17,28 +19,22 @@ from pathlib import Path
 
 import numpy as np
 
-from .hinge_kernels import HingeKernels
-from .numeric import np_jr_inv, np_rotation_log, np_skew
+from . import fit as _fit
+from . import integrate as _integrate
+from .f2f import FrameToFrame
+from .hinge_kernels import HingeKernels, load_generated
+from .numeric import np_skew
 
-FD_STEP = 1e-6
 _F64 = np.dtype(np.float64)
 _ND = np.ndarray
 _empty = np.empty
-
-
-def _skew(v):
-    return np_skew(v)
 
 
 def _phiT_apply(R, l, M):
     """phi^T(A, B) M for X_AB = (R, l), M of shape (..., 6, k): [R^T M_w; R^T (M_v - l x M_w)]."""
     Mw, Mv = M[..., :3, :], M[..., 3:, :]
     RT = np.swapaxes(R, -1, -2)
-    return np.concatenate([RT @ Mw, RT @ (Mv - _skew(l) @ Mw)], axis=-2)
-
-
-def _vee(W):
-    return np.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], axis=-1)
+    return np.concatenate([RT @ Mw, RT @ (Mv - np_skew(l) @ Mw)], axis=-2)
 
 
 class FrameHandle(int):
@@ -343,8 +339,10 @@ class MultibodyModel:
         single, Q, U = self._states(q)
         return self._out(single, self._run("sanitize", Q, U, self.nq))
 
-    def f2f(self, oframe, pframe) -> "FrameToFrame":
-        """Relative kinematics of ``pframe`` with respect to ``oframe`` (names or handles)."""
+    def f2f(self, oframe, pframe) -> FrameToFrame:
+        """Relative kinematics of ``pframe`` with respect to ``oframe`` (names or handles): a
+        :class:`~symgen.runtime.f2f.FrameToFrame` (``rel_transform``, ``rel_sp_vel``, ``rel_sp_accel``,
+        ``jacobian``, ``pose_gradient`` and the ``*_num_diff`` twins)."""
         names = self.frame_names
         return FrameToFrame(self, names[self._fidx(oframe)], names[self._fidx(pframe)])
 
@@ -525,79 +523,21 @@ class MultibodyModel:
                "tauper": blk[:, 4].reshape(m, 6, 6), "psi": blk[:, 5].reshape(m, 6, 6)}
         return {k2: self._out(single, v) for k2, v in res.items()}
 
+    # ---- the other rooms: integration, fitting (thin delegations; the docstrings are the rooms')
     def simulate(self, q0, u0, t_span, dt: float, T=None, f_ext=None, gravity=None):
-        """Fixed-step RK4 from ``t_span[0]`` to ``t_span[1]``.  ``T``: None, an array (nU), or a callable
-        ``T(t, q, u)``.  After every step quaternions are renormalized and SPHERICAL rotation vectors
-        sanitized.  Returns ``(t, Q, U)`` with one row per step (the initial state included)."""
-        t0, t1 = float(t_span[0]), float(t_span[1])
-        n = int(round((t1 - t0) / dt))
-        q, u = np.array(q0, dtype=float), np.array(u0, dtype=float)
-        Tf = (lambda t, q, u: np.zeros(self.nu)) if T is None else (T if callable(T) else (lambda t, q, u: T))
+        return _integrate.simulate(self, q0, u0, t_span, dt, T=T, f_ext=f_ext, gravity=gravity)
 
-        def f(t, q, u):
-            return self.qdot(q, u), self.forward_dynamics(q, u, Tf(t, q, u), f_ext=f_ext, gravity=gravity)
+    simulate.__doc__ = _integrate.simulate.__doc__
 
-        ts, Qs, Us = np.empty(n + 1), np.empty((n + 1, self.nq)), np.empty((n + 1, self.nu))
-        ts[0], Qs[0], Us[0] = t0, q, u
-        for i in range(n):
-            t = t0 + i * dt
-            k1q, k1u = f(t, q, u)
-            k2q, k2u = f(t + dt / 2, q + dt / 2 * k1q, u + dt / 2 * k1u)
-            k3q, k3u = f(t + dt / 2, q + dt / 2 * k2q, u + dt / 2 * k2u)
-            k4q, k4u = f(t + dt, q + dt * k3q, u + dt * k3u)
-            q = self.sanitize(q + dt / 6 * (k1q + 2 * k2q + 2 * k3q + k4q))
-            u = u + dt / 6 * (k1u + 2 * k2u + 2 * k3u + k4u)
-            ts[i + 1], Qs[i + 1], Us[i + 1] = t0 + (i + 1) * dt, q, u
-        return ts, Qs, Us
-
-    # ---- fitting
     def fit_q(self, hinge: str, transform, q0=None, tol: float = 1e-12, max_iter: int = 50) -> np.ndarray:
-        """Hinge coordinates whose X_op equals ``transform`` (4x4, pnode pose in the onode).
+        return _fit.fit_q(self, hinge, transform, q0=q0, tol=tol, max_iter=max_iter)
 
-        Newton on the hinge's pose gradient: ``dQ = N G^+ ([log R*; l*] - [log R; l])``, restarted from a few
-        starting points if needed.  Coordinates are returned sanitized; a hinge with fewer than 6 DOF
-        returns the least-squares best fit.  Redundant coordinates (quaternion sign, angle + 2 pi) may
-        differ from the ones that produced ``transform``."""
-        k = self.hinge_kernels(hinge)
-        target = np.asarray(transform, dtype=float)
-        if target.shape != (4, 4):
-            raise ValueError(f"fit_q: transform must be 4x4, got {target.shape}")
-        info = self._hinge(hinge)
-        starts = [np.array(info["neutral_q"], float) if q0 is None else np.asarray(q0, float)]
-        rng = np.random.default_rng(0)
-        for _ in range(8):
-            s = np.array(info["neutral_q"], float) + rng.normal(scale=0.7, size=k.nq)
-            starts.append(k.sanitize(s))
-        best, best_err = None, np.inf
-        for q in starts:
-            for _ in range(max_iter):
-                X = k.transform(q)
-                # error as a small rotation in the pframe: R^T R* = exp(e), then map through J_r
-                e_rot = np_rotation_log(X[:3, :3].T @ target[:3, :3])
-                e = np.concatenate([e_rot, target[:3, 3] - X[:3, 3]])
-                err = float(np.linalg.norm(e))
-                if err < tol:
-                    break
-                H = k.coord_map(q)
-                # velocity needed: w (pframe) ~ e_rot, l_dot ~ e_lin
-                A = np.vstack([H[:3], X[:3, :3] @ H[3:]])
-                du = np.linalg.lstsq(A, e, rcond=None)[0]
-                q = k.sanitize(q + k.qdot_map(q) @ du)
-            X = k.transform(q)
-            err = float(np.linalg.norm(np.concatenate([np_rotation_log(X[:3, :3].T @ target[:3, :3]),
-                                                       target[:3, 3] - X[:3, 3]])))
-            if err < best_err:
-                best, best_err = q, err
-            if best_err < tol:
-                break
-        return best
+    fit_q.__doc__ = _fit.fit_q.__doc__
 
     def fit_u(self, hinge: str, spatial_velocity, q=None) -> np.ndarray:
-        """Least-squares hinge U with ``H*_p(Q) U = spatial_velocity`` (pnode relative to onode, in the
-        pnode); ``q`` is the hinge's Q (default neutral)."""
-        k = self.hinge_kernels(hinge)
-        q = np.array(self._hinge(hinge)["neutral_q"], float) if q is None else np.asarray(q, float)
-        return np.linalg.lstsq(k.coord_map(q), np.asarray(spatial_velocity, float), rcond=None)[0]
+        return _fit.fit_u(self, hinge, spatial_velocity, q=q)
+
+    fit_u.__doc__ = _fit.fit_u.__doc__
 
 
 class _Module:
@@ -605,106 +545,7 @@ class _Module:
         self.lib, self.ffi = lib, ffi
 
 
-class FrameToFrame:
-    """Relative kinematics of ``pframe`` with respect to ``oframe`` (Karana FrameToFrame)."""
-
-    def __init__(self, model: MultibodyModel, oframe: str, pframe: str):
-        self.model, self.oframe, self.pframe = model, oframe, pframe
-
-    def __repr__(self):
-        return f"<f2f {self.oframe} -> {self.pframe}>"
-
-    def _data(self, q, u=None):
-        m = self.model
-        single, Q, U = m._states(q, u)
-        Ro, po, Jo, Jdo = m._frame_data(Q, U, self.oframe)
-        Rp, pp, Jp, Jdp = m._frame_data(Q, U, self.pframe)
-        RoT = np.swapaxes(Ro, -1, -2)
-        Rop = RoT @ Rp
-        lop = np.einsum("nij,nj->ni", RoT, pp - po)
-        return single, Q, U, Rop, lop, Jo, Jdo, Jp, Jdp
-
-    @staticmethod
-    def _jac(Rop, lop, Jo, Jp):
-        Jw = Rop @ Jp[:, :3] - Jo[:, :3]
-        Jv = Rop @ Jp[:, 3:] - Jo[:, 3:] + _skew(lop) @ Jo[:, :3]
-        return np.concatenate([Jw, Jv], axis=1)
-
-    def rel_transform(self, q) -> np.ndarray:
-        single, _, _, Rop, lop, *_ = self._data(q)
-        T = np.zeros((Rop.shape[0], 4, 4))
-        T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = Rop, lop, 1.0
-        return self.model._out(single, T)
-
-    def jacobian(self, q) -> np.ndarray:
-        single, _, _, Rop, lop, Jo, _, Jp, _ = self._data(q)
-        return self.model._out(single, self._jac(Rop, lop, Jo, Jp))
-
-    def rel_sp_vel(self, q, u) -> np.ndarray:
-        single, _, U, Rop, lop, Jo, _, Jp, _ = self._data(q, u)
-        return self.model._out(single, np.einsum("nij,nj->ni", self._jac(Rop, lop, Jo, Jp), U))
-
-    def rel_sp_accel(self, q, u, udot) -> np.ndarray:
-        """d/dt of rel_sp_vel (components in the oframe) = J Udot + Jdot U."""
-        single, Q, U, Rop, lop, Jo, Jdo, Jp, Jdp = self._data(q, u)
-        _, _, Ud = self.model._states(q, udot)
-        wo = np.einsum("nij,nj->ni", Jo[:, :3], U)
-        wp = np.einsum("nij,nj->ni", Jp[:, :3], U)
-        Rop_dot = -_skew(wo) @ Rop + Rop @ _skew(wp)
-        ldot = np.einsum("nij,nj->ni", self._jac(Rop, lop, Jo, Jp)[:, 3:], U)
-        Jdw = Rop_dot @ Jp[:, :3] + Rop @ Jdp[:, :3] - Jdo[:, :3]
-        Jdv = (Rop_dot @ Jp[:, 3:] + Rop @ Jdp[:, 3:] - Jdo[:, 3:] + _skew(ldot) @ Jo[:, :3]
-               + _skew(lop) @ Jdo[:, :3])
-        Jd = np.concatenate([Jdw, Jdv], axis=1)
-        J = self._jac(Rop, lop, Jo, Jp)
-        return self.model._out(single, np.einsum("nij,nj->ni", J, Ud) + np.einsum("nij,nj->ni", Jd, U))
-
-    def pose_gradient(self, q) -> np.ndarray:
-        """6 x nU map from U to d/dt [log R_op; l_op] (log: rotation vector, angle in [0, pi])."""
-        single, _, _, Rop, lop, Jo, _, Jp, _ = self._data(q)
-        J = self._jac(Rop, lop, Jo, Jp)
-        G = np.empty_like(J)
-        for i in range(J.shape[0]):  # 3x3 per state; the log has no batched closed form worth the trouble
-            phi = np_rotation_log(Rop[i])
-            G[i, :3] = np_jr_inv(phi) @ Rop[i].T @ J[i, :3]
-        G[:, 3:] = J[:, 3:]
-        return self.model._out(single, G)
-
-    # ---- numerical-difference twins (cross-validation)
-    def _along(self, Q, d, h):
-        m = self.model
-        return m.sanitize(Q + h * d), m.sanitize(Q - h * d)
-
-    def rel_sp_vel_num_diff(self, q, u, h: float = FD_STEP) -> np.ndarray:
-        """rel_sp_vel from central differences of rel_transform along Qdot = N U."""
-        m = self.model
-        single, Q, U = m._states(q, u)
-        d = m.qdot(Q, U)
-        qp, qm = self._along(Q, d, h)
-        Tp, Tm, T = self.rel_transform(qp), self.rel_transform(qm), self.rel_transform(Q)
-        Td = (Tp - Tm) / (2 * h)
-        w = _vee(Td[:, :3, :3] @ np.swapaxes(T[:, :3, :3], -1, -2))
-        return m._out(single, np.concatenate([w, Td[:, :3, 3]], axis=1))
-
-    def pose_gradient_num_diff(self, q, h: float = FD_STEP) -> np.ndarray:
-        """pose_gradient from central differences of [log R_op; l_op] along N e_j."""
-        m = self.model
-        single, Q, _ = m._states(q)
-        G = np.empty((Q.shape[0], 6, m.nu))
-        for j in range(m.nu):
-            e = np.zeros((Q.shape[0], m.nu))
-            e[:, j] = 1.0
-            qp, qm = self._along(Q, m.qdot(Q, e), h)
-            Tp, Tm = self.rel_transform(qp), self.rel_transform(qm)
-            for i in range(Q.shape[0]):
-                G[i, :3, j] = (np_rotation_log(Tp[i, :3, :3]) - np_rotation_log(Tm[i, :3, :3])) / (2 * h)
-            G[:, 3:, j] = (Tp[:, :3, 3] - Tm[:, :3, 3]) / (2 * h)
-        return m._out(single, G)
-
-
 def load_model(path) -> MultibodyModel:
     """Load ``generated/<model>/`` (manifest.json + compiled module) without sympy or jinja2."""
-    from .hinge_kernels import load_generated
-
     mod, manifest = load_generated(path)
     return MultibodyModel(mod, manifest, path=Path(path))
