@@ -29,6 +29,8 @@ import numpy as np
 
 from .inertia import check_mass_fields, model_err, validate_inertias
 from .spec import NEWTONIAN, Body, Frame, LoopConstraint, Model, ModelError, Pose, rpy_matrix
+from .urdf import load_urdf
+from .validate import Ctx, check_keys, check_name, check_number, check_vector
 
 TOP_KEYS = {"name", "gravity", "bodies", "loops"}
 BODY_KEYS = {"name", "parent", "mass", "com", "inertia", "hinge", "onode", "pnode", "frames"}
@@ -37,62 +39,19 @@ FRAME_KEYS = {"name", "xyz", "rpy", "quat"}
 LOOP_KEYS = {"name", "source", "target", "hinge"}
 
 
-class _Ctx:
-    def __init__(self, path: str):
-        self.path = path
-
-    def err(self, where: str, msg: str) -> ModelError:
-        return ModelError(f"{self.path}: {where}: {msg}")
-
-
-def _keys(ctx, where, d, allowed, required=()):
-    if not isinstance(d, dict):
-        raise ctx.err(where, f"expected a mapping, got {type(d).__name__}")
-    unknown = sorted(str(k) for k in d if k not in allowed)
-    if unknown:
-        raise ctx.err(where, f"unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
-    for k in required:
-        if k not in d:
-            raise ctx.err(where, f"missing required key '{k}'")
-
-
-def _name(ctx, where, v, field_="name"):
-    if not isinstance(v, str) or not v.strip():
-        raise ctx.err(where, f"field '{field_}' must be a non-empty string, got {v!r}")
-    return v
-
-
-def _vec(ctx, where, field_, v, n):
-    if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
-        raise ctx.err(where, f"field '{field_}' must be a list of {n} numbers, got {v!r}")
-    try:
-        a = np.array(v, dtype=float)
-    except (TypeError, ValueError):
-        raise ctx.err(where, f"field '{field_}' must be a list of {n} numbers, got {v!r}") from None
-    if a.shape != (n,) or not np.all(np.isfinite(a)):
-        raise ctx.err(where, f"field '{field_}' must be {n} finite numbers, got {v!r}")
-    return a
-
-
-def _number(ctx, where, field_, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ctx.err(where, f"field '{field_}' must be a finite number, got {v!r}")
-    return float(v)
-
-
 def parse_pose(ctx, where, d) -> Pose:
     if d is None:
         return Pose()
-    _keys(ctx, where, d, POSE_KEYS)
+    check_keys(ctx, where, d, POSE_KEYS)
     return _pose_fields(ctx, where, d)
 
 
 def _pose_fields(ctx, where, d) -> Pose:
-    xyz = _vec(ctx, where, "xyz", d.get("xyz", [0, 0, 0]), 3)
+    xyz = check_vector(ctx, where, "xyz", d.get("xyz", [0, 0, 0]), 3)
     if "rpy" in d and "quat" in d:
         raise ctx.err(where, "give either 'rpy' or 'quat', not both")
     if "quat" in d:
-        q = _vec(ctx, where, "quat", d["quat"], 4)
+        q = check_vector(ctx, where, "quat", d["quat"], 4)
         if abs(np.linalg.norm(q) - 1) > 1e-6:
             raise ctx.err(where, f"field 'quat' must be a unit quaternion (x, y, z, w), |q| = {np.linalg.norm(q):.6g}")
         q = q / np.linalg.norm(q)
@@ -100,7 +59,7 @@ def _pose_fields(ctx, where, d) -> Pose:
 
         R = np_quat_to_matrix(q)
     else:
-        R = rpy_matrix(_vec(ctx, where, "rpy", d.get("rpy", [0, 0, 0]), 3))
+        R = rpy_matrix(check_vector(ctx, where, "rpy", d.get("rpy", [0, 0, 0]), 3))
     return Pose(tuple(tuple(float(x) for x in row) for row in R), tuple(float(x) for x in xyz))
 
 
@@ -132,7 +91,7 @@ def _hinge(ctx, where, d, body_name):
         raise ctx.err(where, "field 'hinge' is missing 'type'")
     params = {k: v for k, v in d.items() if k not in ("type", "name", "armature")}
     name = d.get("name", body_name)
-    _name(ctx, where, name, "hinge.name")
+    check_name(ctx, where, name, "hinge.name")
     try:
         spec = H.bind(d["type"], **params)
     except ValueError as e:
@@ -184,11 +143,11 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
                     accept_indefinite_inertia: bool = False) -> Model:
     """Validate a parsed model document and build a :class:`Model` (bodies sorted parent before child).
     Mass properties are checked by :func:`symgen.model.inertia.validate_inertias`."""
-    ctx = _Ctx(path)
-    _keys(ctx, "model", data, TOP_KEYS, required=("bodies",))
+    ctx = Ctx(path)
+    check_keys(ctx, "model", data, TOP_KEYS, required=("bodies",))
     mname = data.get("name", name or Path(path).stem)
-    _name(ctx, "model", mname)
-    gravity = tuple(_vec(ctx, "model", "gravity", data.get("gravity", [0, 0, -9.81]), 3).tolist())
+    check_name(ctx, "model", mname)
+    gravity = tuple(check_vector(ctx, "model", "gravity", data.get("gravity", [0, 0, -9.81]), 3).tolist())
     raw = data["bodies"]
     if not isinstance(raw, list) or not raw:
         raise ctx.err("model", "field 'bodies' must be a non-empty list")
@@ -198,15 +157,15 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
         where = f"bodies[{i}]"
         if isinstance(b, dict) and isinstance(b.get("name"), str) and b["name"].strip():
             where = f"body '{b['name']}'"
-        _keys(ctx, where, b, BODY_KEYS, required=("name", "parent", "mass", "inertia", "hinge"))
-        bname = _name(ctx, where, b["name"])
+        check_keys(ctx, where, b, BODY_KEYS, required=("name", "parent", "mass", "inertia", "hinge"))
+        bname = check_name(ctx, where, b["name"])
         if bname in seen:
             raise ctx.err(where, "duplicate name" + (" (reserved for the root frame)" if bname == NEWTONIAN else ""))
         seen.add(bname)
         frame_names.add(bname)
-        parent = _name(ctx, where, b["parent"], "parent")
-        m = _number(ctx, where, "mass", b["mass"])
-        com = _vec(ctx, where, "com", b.get("com", [0, 0, 0]), 3)
+        parent = check_name(ctx, where, b["parent"], "parent")
+        m = check_number(ctx, where, "mass", b["mass"])
+        com = check_vector(ctx, where, "com", b.get("com", [0, 0, 0]), 3)
         J = _inertia(ctx, where, b["inertia"])
         _mass_fields(ctx, where, m, com, J)
         hname, hspec, hparams, armature = _hinge(ctx, where, b["hinge"], bname)
@@ -222,8 +181,8 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
             raise ctx.err(where, "field 'frames' must be a list")
         for j, f in enumerate(fl):
             fw = f"{where}: frames[{j}]"
-            _keys(ctx, fw, f, FRAME_KEYS, required=("name",))
-            fname = _name(ctx, fw, f["name"])
+            check_keys(ctx, fw, f, FRAME_KEYS, required=("name",))
+            fname = check_name(ctx, fw, f["name"])
             if fname in frame_names:
                 raise ctx.err(fw, f"duplicate frame name '{fname}'")
             frame_names.add(fname)
@@ -238,7 +197,7 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
         raise ctx.err("model", "field 'loops' must be a list")
     for i, lc in enumerate(raw_loops):
         where = f"loops[{i}]"
-        _keys(ctx, where, lc, LOOP_KEYS, required=("name", "source", "target", "hinge"))
+        check_keys(ctx, where, lc, LOOP_KEYS, required=("name", "source", "target", "hinge"))
         for k in ("source", "target"):
             if not isinstance(lc[k], str) or lc[k] not in frame_names:
                 raise ctx.err(where, f"field '{k}': unknown frame {lc[k]!r}")
@@ -249,7 +208,7 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
             hinge_type(htype)
         except ValueError as e:
             raise ctx.err(where, f"field 'hinge': {e}") from None
-        loops.append(LoopConstraint(_name(ctx, where, lc["name"]), lc["source"], lc["target"], str(htype).upper()))
+        loops.append(LoopConstraint(check_name(ctx, where, lc["name"]), lc["source"], lc["target"], str(htype).upper()))
     return validate_inertias(Model(str(mname), order, frames, loops, gravity, path), model_err(path, "body"),
                              balance_inertia, accept_indefinite_inertia)
 
@@ -285,8 +244,6 @@ def load_model(path, floating_base: bool = False, *, balance_inertia: bool = Fal
         raise ModelError(f"{path}: no such file")
     suffix = p.suffix.lower()
     if suffix == ".urdf":
-        from .urdf import load_urdf
-
         model = load_urdf(p, floating_base=floating_base, balance_inertia=balance_inertia,
                           accept_indefinite_inertia=accept_indefinite_inertia)
     elif suffix not in (".yaml", ".yml", ".json"):
@@ -331,7 +288,7 @@ def apply_armature(model: Model, armature: dict) -> Model:
 
     if not isinstance(armature, dict):
         raise ModelError(f"{model.source}: armature must be a mapping {{hinge name: value}}, got {armature!r}")
-    ctx = _Ctx(model.source)
+    ctx = Ctx(model.source)
     new = {}
     for hname, v in armature.items():
         b = _body_of_hinge(model, hname, "armature")

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from .inertia import check_mass_fields, model_err, validate_inertias
-from .load import _Ctx
 from .spec import NEWTONIAN, Body, Model, ModelError, Pose, rpy_matrix
+from .validate import Ctx
 
 JOINT_TYPES = {"revolute": "PIN", "continuous": "PIN", "prismatic": "SLIDER", "fixed": "LOCKED",
                "floating": "FULL6DOF", "planar": "CUSTOM"}
@@ -84,7 +84,7 @@ def _perp_pair(n):
 
 def load_urdf(path, floating_base: bool = False, balance_inertia: bool = False,
               accept_indefinite_inertia: bool = False) -> Model:
-    ctx = _Ctx(str(path))
+    ctx = Ctx(str(path))
     warnings = []
     root = _parse(path, warnings)
     if root.tag != "robot":
