@@ -1,0 +1,306 @@
+"""symgen's import graph (DESIGN.md §1: one direction; the runtime imports neither sympy nor jinja2).
+
+Static: every module under ``symgen/`` is parsed with ``ast`` and every ``import`` / ``from ... import``
+statement is an edge, wherever it is (module level, functions, methods), relative or absolute.  Rules:
+
+* ``from pkg import name`` is an edge to the module ``pkg.name`` when that file exists, else to ``pkg``.
+* Importing ``a.b.c`` also runs the packages ``a`` and ``a.b``: those are edges too, except packages that
+  contain the importing module (they are already in ``sys.modules`` when it runs, so importing them does
+  not run them again; counting them would make every ``from . import x`` in a package a false cycle).
+* Imports under ``if TYPE_CHECKING:`` never run: they are not edges.
+* ``importlib.import_module(...)`` calls are not edges.  ``symgen/__init__.py`` uses them, in its module
+  ``__getattr__``, to load the public names lazily (``symgen.build``, ``symgen.hinge``, ...); they run only
+  when a user asks for such a name, never while a symgen module imports another.  A string is not parsed.
+
+Dynamic: a fresh interpreter imports ``symgen.runtime``, loads a built model, exercises every room of the
+runtime (model calls, ``simulate``, ``fit_q``/``fit_u``, ``f2f`` with its numerical-difference twins) and
+reports whether ``sympy`` or ``jinja2`` entered ``sys.modules``.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "symgen"
+FORBIDDEN_IN_RUNTIME = ("sympy", "jinja2")
+
+
+def _modules(package: Path) -> dict:
+    """{dotted name: (path, is_package)} of every module under a package directory."""
+    out = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        if is_pkg:
+            parts.pop()
+        out[".".join(parts)] = (path, is_pkg)
+    return out
+
+
+def _is_type_checking(test) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(node):
+    """Every Import / ImportFrom below ``node``, skipping ``if TYPE_CHECKING:`` bodies (their ``else`` runs)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for sub in child.orelse:
+                yield from _import_nodes_of(sub)
+            continue
+        yield from _import_nodes_of(child)
+
+
+def _import_nodes_of(node):
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield node
+    yield from _import_nodes(node)
+
+
+def _targets(modules: dict, module: str, is_pkg: bool, node) -> list:
+    """Absolute dotted names a statement imports (a module, or a package plus the names taken from it)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        package = module if is_pkg else module.rpartition(".")[0]
+        parts = package.split(".")
+        if node.level > len(parts):
+            raise AssertionError(f"{module}: relative import beyond the top-level package")
+        base = ".".join(parts[:len(parts) - (node.level - 1)])
+        base = f"{base}.{node.module}" if node.module else base
+    else:
+        base = node.module
+    return [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+
+
+def _resolve(modules: dict, top: str, name: str):
+    """The module of the package a dotted name refers to (itself, or its longest known prefix); None for a
+    name outside the package."""
+    if name != top and not name.startswith(top + "."):
+        return None
+    while name not in modules and "." in name:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def _ancestors(name: str) -> list:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _graph(package: Path):
+    """(edges {module: {modules of the package it imports}}, external {module: {top-level names of other
+    packages it imports}}, unresolved [(module, name)]: names in the package that are no module)."""
+    modules = _modules(package)
+    top = package.name
+    edges, external, unresolved = {}, {}, []
+    for module, (path, is_pkg) in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        own = set(_ancestors(module)) | {module}
+        deps, ext = set(), set()
+        for node in _import_nodes(tree):
+            for target in _targets(modules, module, is_pkg, node):
+                hit = _resolve(modules, top, target)
+                if hit is None:
+                    ext.add(target.split(".")[0])
+                    continue
+                if hit != target:
+                    unresolved.append((module, target))
+                deps.update(m for m in [*_ancestors(hit), hit] if m not in own)
+        edges[module], external[module] = deps, ext
+    return edges, external, unresolved
+
+
+EDGES, EXTERNAL, UNRESOLVED = _graph(PACKAGE)
+
+
+def _cycles(edges) -> list:
+    """Strongly connected components with more than one module, each as a sorted list (Tarjan's algorithm;
+    a module never has an edge to itself, see _graph)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def _a_cycle(comp, edges) -> str:
+    """A shortest closed path through a strongly connected component's first module: 'a -> b -> a'."""
+    inside, start = set(comp), comp[0]
+    prev, frontier = {}, [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(edges[v] & inside):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(prev[path[-1]])
+                    return " -> ".join([start, *reversed(path[:-1]), start])
+                if w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"{comp} is not a cycle")
+
+
+def _closure(start: list, edges) -> set:
+    todo, seen = list(start), set(start)
+    while todo:
+        for w in edges[todo.pop()]:
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+# ---- the walker itself, on a package made for it
+_FAKE = {
+    "__init__.py": "def __getattr__(name):\n    import importlib\n    return importlib.import_module('.a', __name__)\n",
+    "a.py": "from . import b\nfrom .sub import c as _c\nimport numpy\n",
+    "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\nelse:\n    import json\n",
+    "sub/__init__.py": "from .c import x\n",
+    "sub/c.py": "x = 1\ndef f():\n    from ..b import TYPE_CHECKING\n    from . import d\n    import sympy.core\n",
+    "sub/d.py": "from fake.sub import c\nfrom .. import missing_name\nfrom ..nowhere import y\n",
+}
+
+
+def test_walker_on_a_made_up_package(tmp_path):
+    for rel, text in _FAKE.items():
+        (tmp_path / "fake" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "fake" / rel).write_text(text)
+    edges, external, unresolved = _graph(tmp_path / "fake")
+    # importlib.import_module in a function is no edge
+    assert edges["fake"] == set()
+    # `from . import b` is the module b; importing fake.sub.c runs fake/sub/__init__.py too
+    assert edges["fake.a"] == {"fake.b", "fake.sub", "fake.sub.c"} and external["fake.a"] == {"numpy"}
+    # under `if TYPE_CHECKING:` no edge; its `else:` counts
+    assert edges["fake.b"] == set() and external["fake.b"] == {"typing", "json"}
+    assert edges["fake.sub"] == {"fake.sub.c"}
+    # imports inside a function count; `from ..b import NAME` is fake.b; `from . import d` the module d
+    assert edges["fake.sub.c"] == {"fake.b", "fake.sub.d"} and external["fake.sub.c"] == {"sympy"}
+    # the importer's own packages (fake, fake.sub) are no edges; `from .. import missing_name` takes a name of
+    # fake (fine to the walker); `from ..nowhere import y` names no module
+    assert edges["fake.sub.d"] == {"fake.sub.c"}
+    assert unresolved == [("fake.sub.d", "fake.nowhere")]
+    assert _cycles(edges) == [["fake.sub.c", "fake.sub.d"]]
+    assert _a_cycle(["fake.sub.c", "fake.sub.d"], edges) == "fake.sub.c -> fake.sub.d -> fake.sub.c"
+    assert _closure(["fake.a"], edges) == {"fake.a", "fake.b", "fake.sub", "fake.sub.c", "fake.sub.d"}
+
+
+def test_every_symgen_import_names_a_module_or_a_name_of_one():
+    assert not UNRESOLVED, f"imports of symgen names that are no module: {UNRESOLVED}"
+
+
+def test_model_loaders_import_one_way():
+    """The URDF reader and the YAML/JSON reader share symgen.model.validate; urdf does not import load."""
+    assert "symgen.model.validate" in EDGES["symgen.model.urdf"]
+    assert "symgen.model.load" not in EDGES["symgen.model.urdf"]
+    assert {"symgen.model.urdf", "symgen.model.validate"} <= EDGES["symgen.model.load"]
+    assert EDGES["symgen.model.validate"] <= {"symgen.model.spec"}
+
+
+def test_runtime_rooms_import_one_way():
+    """runtime.model -> integrate, fit, f2f; none of those imports runtime.model."""
+    for room in ("symgen.runtime.integrate", "symgen.runtime.fit", "symgen.runtime.f2f"):
+        assert EDGES[room] <= {"symgen.runtime.numeric"}, (room, EDGES[room])
+
+
+# The one cycle left: symgen.build.build imports symgen.model (load_model), and symgen.model.load.lock_hinges
+# imports the private symgen.build._neutral; both imports sit in functions, so the cycle never bites at import
+# time.  It goes when _neutral moves into the hinge registry (build.py is not this change's to edit).  The
+# xfail is strict: it fails once no cycle is left, so that the marker is removed then.
+KNOWN_CYCLES = [["symgen.build", "symgen.model", "symgen.model.load"]]
+
+
+@pytest.mark.xfail(strict=True, reason="import cycle symgen.build -> symgen.model -> symgen.model.load -> "
+                                      "symgen.build (lock_hinges imports the private build._neutral; it moves "
+                                      "into the hinge registry)")
+def test_no_import_cycles_among_symgen_modules():
+    cycles = _cycles(EDGES)
+    assert not cycles, "import cycles:\n" + "\n".join(_a_cycle(c, EDGES) for c in cycles)
+
+
+def test_no_import_cycles_but_the_known_ones():
+    """Until the xfail above can go: no cycle other than the known ones (a new one fails here)."""
+    cycles = _cycles(EDGES)
+    new = [c for c in cycles if c not in KNOWN_CYCLES]
+    assert not new, "new import cycles:\n" + "\n".join(_a_cycle(c, EDGES) for c in new)
+
+
+def test_runtime_imports_neither_sympy_nor_jinja2_statically():
+    runtime = [m for m in EDGES if m == "symgen.runtime" or m.startswith("symgen.runtime.")]
+    reach = _closure(runtime + _ancestors("symgen.runtime"), EDGES)
+    bad = {m: sorted(EXTERNAL[m] & set(FORBIDDEN_IN_RUNTIME)) for m in sorted(reach)
+           if EXTERNAL[m] & set(FORBIDDEN_IN_RUNTIME)}
+    assert not bad, f"symgen.runtime reaches {sorted(reach)}; these import {FORBIDDEN_IN_RUNTIME}: {bad}"
+    assert reach <= {"symgen"} | set(runtime), f"the runtime reaches symgen modules outside it: {sorted(reach)}"
+
+
+# ---- dynamic: a built model in a fresh interpreter
+@pytest.fixture(scope="module")
+def built_model(tmp_path_factory):
+    import symgen
+
+    out = tmp_path_factory.mktemp("import-graph-model")
+    mb = symgen.build(str(ROOT / "examples" / "models" / "double_pendulum.yaml"), out=out)
+    return out / mb.name
+
+
+_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import symgen.runtime
+    from symgen.runtime import load_model
+
+    mb = load_model(sys.argv[1])
+    q, u = mb.neutral_q() + 0.1, np.full(mb.nu, 0.2)
+    frame, hinge = mb.frame_names[-1], mb.hinge_names[0]
+    mb.frame_pose(q, frame), mb.frame_poses(q), mb.jacobian(q, frame), mb.frame_velocity(q, u, frame)
+    mb.mass_matrix(q), mb.forward_dynamics(q, u, np.zeros(mb.nu)), mb.inverse_dynamics(q, u, np.zeros(mb.nu))
+    mb.simulate(q, u, (0.0, 0.01), 0.005)
+    mb.fit_q(hinge, mb.hinge_kernels(hinge).transform(q[mb.q_slice(hinge)])), mb.fit_u(hinge, np.zeros(6))
+    f = mb.f2f("newtonian", frame)
+    f.rel_sp_vel(q, u), f.rel_sp_vel_num_diff(q, u), f.pose_gradient(q), f.pose_gradient_num_diff(q)
+    print(json.dumps({m: m in sys.modules for m in ("sympy", "jinja2")}))
+""")
+
+
+def test_runtime_loads_a_built_model_without_sympy_or_jinja2(built_model):
+    out = subprocess.run([sys.executable, "-c", _SCRIPT, str(built_model)], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert loaded == {"sympy": False, "jinja2": False}, f"imported by the runtime: {loaded}"
