@@ -285,6 +285,12 @@ def banner_info(h: Hinge) -> dict:
             "q_meaning": ", ".join(f"q[{i}]" for i in range(h.nq)) or "none"}
 
 
+def void_unused(params, lines) -> str:
+    """``(void)x;`` for each parameter the lines never mention (C99 with -Wextra warns of unused ones)."""
+    text = "\n".join(lines)
+    return " ".join(f"(void){x};" for x in params if not re.search(rf"\b{x}\b", text))
+
+
 def c_identifier_ok(name: str) -> bool:
     return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None
 
@@ -343,11 +349,16 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
     nb = len(model.bodies)
     nu = sum(layout[b.name]["nu"] for b in model.bodies)
     nq = sum(layout[b.name]["nq"] for b in model.bodies)
-    B = 12 + 12 * nu
     index = {b.name: i for i, b in enumerate(model.bodies)}
     max_nu = max([1] + [layout[b.name]["nu"] for b in model.bodies])
-    onode = [_c_array(_pose12(b.onode)) for b in model.bodies]
-    pnode_inv = [_c_array(_pose12(b.pnode.inverse())) for b in model.bodies]
+    from .layout import ModelLayout
+
+    ML = ModelLayout([(layout[b.name]["nq"], layout[b.name]["nu"]) for b in model.bodies])
+    B = ML.kinematics.size
+
+    def const(k, field):
+        """The onode or inverse pnode pose (R, l) of body k in the loop form's constants table."""
+        return f"sg_{name}_body_const[{k}] + {ML.body_const[field]}"
     kin, qdot, sanitize, poses = [], [], [], []
     kin_calls, pose_calls = _HingeCalls(layout, slugs), _HingeCalls(layout, slugs)
     hmap_cases = []
@@ -359,11 +370,11 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
                 f"Q[{q0}:{q0 + hnq}], U[{u0}:{u0 + hnu}] */",
                 kin_calls(b.name, "transform", "X"), kin_calls(b.name, "coord_map", "H"),
                 kin_calls(b.name, "coord_map_dot", "Hd"),
-                f"sg_link_body({nu}, {hnu}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], {parent}, u, out + {k} * {B});"]
+                f"sg_link_body({nu}, {hnu}, {u0}, X, H, Hd, {const(k, 'on')}, {const(k, 'pinv')}, {parent}, u, out + {k} * {B});"]
         hmap_cases.append(f"case {k}: sg_{s}_coord_map(q + {q0}, u, 0, H); break;  /* '{b.name}' */")
         pparent = "0" if b.parent == "newtonian" else f"out + {index[b.parent]} * 12"
         poses += [pose_calls(b.name, "transform", "X") + f"  /* body {k} '{b.name}' */",
-                  f"sg_link_pose(X, onode[{k}], pnode_inv[{k}], {pparent}, out + {k} * 12);"]
+                  f"sg_link_pose(X, {const(k, 'on')}, {const(k, 'pinv')}, {pparent}, out + {k} * 12);"]
         if hnq:
             qdot += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
                      f"sg_matvec({hnq}, {hnu}, N, u + {u0}, out + {q0});"]
@@ -372,19 +383,25 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
             else:
                 sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
-    dyn = _emit_model_dynamics(model, layout, slugs, index, nu, name)
+    dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu)
     if fk["poses"] is not None:
         poses, pose_calls = fk["poses"], None
-    return {"nb": nb, "nq": nq, "nu": nu, "block": B, "onode": onode, "pnode_inv": pnode_inv, **dyn,
-            "kinematics_lines": [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin_calls.head() + kin,
+    qdot_lines = ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)sg_matvec;"]
+    sanitize_lines = (["int i;"] if any(ln.startswith("for (i") for ln in sanitize) else []) + sanitize
+    poses_lines = (["(void)sg_link_pose;  /* the helper form, for large models */"] + poses if pose_calls is None
+                   else ["double X[16];"] + pose_calls.head() + poses)
+    kinematics_lines = [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin_calls.head() + kin
+
+    def cast(lines):
+        casts = void_unused(("q", "u", "p", "out"), lines)
+        return ([casts] if casts else []) + lines
+    return {"nb": nb, "nq": nq, "nu": nu, "block": B, "pinv_offset": ML.body_const["pinv"], **dyn,
+            "kinematics_lines": cast(kinematics_lines),
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],
-            "qdot_lines": ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)out; (void)sg_matvec;"],
-            "sanitize_lines": ((["int i;"] if any(ln.startswith("for (i") for ln in sanitize) else []) + sanitize)
-            if sanitize else ["(void)out;"],
-            "kinematics_size": nb * B, "poses_lines": ["(void)sg_link_pose;  /* the helper form, for large models */"]
-            + poses if pose_calls is None else ["double X[16];"] + pose_calls.head() + poses,
+            "qdot_lines": cast(qdot_lines), "sanitize_lines": cast(sanitize_lines),
+            "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
             "frame_poses_lines": fk["frame_poses"], **_frame_tables(model, index)}
 
@@ -427,21 +444,9 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
       (6 x nU), and ``y`` only when k has a parent body.  ``sg_<name>_frame_pose`` and
       ``sg_<name>_frame_jacobian`` walk them from the frame's body to the root: only the frame's ancestors.
       [] above soa.JAC_STEPS_LIMIT lines (the all-body poses and ``body_jacobian`` then)."""
-    import numpy as np
-
     from . import soa
 
-    bodies = []
-    for k, b in enumerate(model.bodies):
-        L, pinv = layout[b.name], b.pnode.inverse()
-        st = L["structure"]
-        bodies.append(soa.BodyInfo(
-            k=k, name=b.name, parent=-1 if b.parent == "newtonian" else index[b.parent], slug=slugs[b.name],
-            q0=L["q"][0], u0=L["u"][0], nu=L["nu"],
-            on_R=[float(x) for x in np.asarray(b.onode.R, float).ravel()], on_l=[float(x) for x in b.onode.xyz],
-            pinv_R=[float(x) for x in np.asarray(pinv.R, float).ravel()], pinv_l=[float(x) for x in pinv.xyz],
-            M=None, X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"],
-            X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"]))
+    bodies = body_infos(model, layout, slugs, index)
 
     def compose(T, R, l, x):
         """(R, l) o x for x = [R 9, l 3]: [R x_R, l + R x_l]."""
@@ -484,8 +489,8 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
 
         def jstep(T, bodies, nu, b=b):
             x = [T.input(f"p[{i}]") for i in range(12)]
-            R, l, S, _ = soa.joint(T, b)
-            for c, col in enumerate(S):
+            R, l, H, _ = soa.joint(T, b)
+            for c, col in enumerate(H):
                 for i, v in enumerate(soa.phiT(T, x[:9], x[9:], col)):
                     T.store(f"out[{i * nu + b.u0 + c}]", v)
             if b.parent >= 0:
@@ -500,101 +505,58 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
             "steps": steps if total <= soa.JAC_STEPS_LIMIT else []}
 
 
-def _emit_model_dynamics(model, layout, slugs, index, nu, name) -> dict:
-    """The dynamics kernels' bodies: straight-line (:mod:`symgen.soa` traced) up to a size limit, else
-    unrolled calls of the per-body helpers (a forward kinematics pass, then ATBI tip-to-base and base-to-tip,
-    Newton-Euler, the composite-body mass matrix); the helper form of ATBI is always there for
-    ``atbi_matrices``."""
+def body_infos(model, layout, slugs, index) -> list:
+    """What the tracers (:mod:`symgen.soa`, :mod:`symgen.loopform`) know of each body: its constants and the
+    structure of its hinge kernels."""
     import numpy as np
 
     from . import soa
     from .runtime.numeric import np_skew
 
-    nb = len(model.bodies)
-    max_nu = max([1] + [layout[b.name]["nu"] for b in model.bodies])
-    inertia, inertia_np, parent_of, uo, nuh = [], [], [], [], []
-    for b in model.bodies:
+    bodies = []
+    for k, b in enumerate(model.bodies):
+        L, pinv = layout[b.name], b.pnode.inverse()
+        st = L["structure"]
         c, m, J = np.array(b.com), b.mass, np.array(b.inertia)
         cx = np_skew(c)
         M = np.block([[J - m * cx @ cx, m * cx], [-m * cx, m * np.eye(3)]])
-        inertia.append(_c_array(M.ravel()))
-        inertia_np.append(M)
-        parent_of.append(-1 if b.parent == "newtonian" else index[b.parent])
-        uo.append(layout[b.name]["u"][0])
-        nuh.append(layout[b.name]["nu"])
-    calls = _HingeCalls(layout, slugs)
-    fwd = []
-    for k, b in enumerate(model.bodies):
-        u0 = layout[b.name]["u"][0]
-        vpar = "zero6" if parent_of[k] < 0 else f"bd[{parent_of[k]}].V"
-        fwd += [f"/* body {k} '{b.name}' <- '{b.parent}' ({b.hinge_type}) */",
-                calls(b.name, "transform", "X"), calls(b.name, "coord_map", "H"), calls(b.name, "coord_map_dot", "Hd"),
-                f"sg_dyn_body({nuh[k]}, {u0}, X, H, Hd, onode[{k}], pnode_inv[{k}], inertia[{k}], {vpar}, u, &bd[{k}]);"]
-    fwd = [f"sg_body_t bd[{nb}];", f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];",
-           "static const double zero6[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};",
-           f"sg_bodies_clear(bd, {nb});"] + calls.head() + fwd
-    grav = ["const double alpha0[6] = {0.0, 0.0, 0.0, -p[0], -p[1], -p[2]};  /* gravity as a base acceleration */"]
-    fd = fwd + grav + [f"double step[{2 * 36 + 36 + 36}];",
-                        "(void)sg_atbi_generic;  /* used only by bodies whose pnode is not the body frame */",
-                        "/* ATBI tip-to-base: P, D, G, z, eps, nu (hinge step specialized where pnode = body frame) */"]
-    for k, b in reversed(list(enumerate(model.bodies))):
-        par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
-        L = layout[b.name]
-        fd.append(f"sg_atbi_pre(inertia[{k}], p + {3 + nu + 6 * k}, &bd[{k}]);")
-        if any(b.armature):
-            fd.append(f"static const double arm{k}[{nuh[k]}] = {_c_array(b.armature)};  /* armature */")
-            call = f"sg_atbi_generic({nuh[k]}, &bd[{k}], arm{k}, step)"
-        elif b.pnode.is_identity():
-            call = f"sg_{slugs[b.name]}_atbi(q + {L['q'][0]}, u, bd[{k}].P, step)"
-        else:
-            call = f"sg_atbi_generic({nuh[k]}, &bd[{k}], 0, step)"
-        fd.append(f"if ({call} != 0) return {k + 1};  /* '{b.name}' */")
-        fd.append(f"sg_atbi_post({nuh[k]}, p + 3 + {uo[k]}, step, &bd[{k}], {par}, mats ? mats + {216 * k} : 0);")
-    fd.append("/* ATBI base-to-tip: alpha+, Udot, alpha */")
-    for k in range(nb):
-        apar = "alpha0" if parent_of[k] < 0 else f"bd[{parent_of[k]}].alpha"
-        fd.append(f"sg_atbi_accel({nuh[k]}, {apar}, &bd[{k}], out + {uo[k]});")
-    fd.append("return 0;")
-    idl = fwd + grav + ["/* Newton-Euler: accelerations and body forces base-to-tip, then T tip-to-base */"]
-    for k in range(nb):
-        apar = "alpha0" if parent_of[k] < 0 else f"bd[{parent_of[k]}].alpha"
-        idl.append(f"sg_rnea_forward({nuh[k]}, inertia[{k}], {apar}, p + 3 + {uo[k]}, p + {3 + nu + 6 * k}, &bd[{k}]);")
-    for k in reversed(range(nb)):
-        par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
-        idl.append(f"sg_rnea_backward({nuh[k]}, &bd[{k}], {par}, out + {uo[k]});")
-        idl += [f"out[{uo[k] + c}] += {a!r} * p[{3 + uo[k] + c}];  /* armature */"
-                for c, a in enumerate(model.bodies[k].armature) if a]
-    traced = _traced_dynamics(model, layout, slugs, index, nu, inertia_np)
-    fd_traced, id_traced = traced["fd"], traced["id"]
-    if fd_traced is None:   # large model: the helper form (symgen.soa.STRAIGHT_LINE_LIMIT)
-        fd_traced = [f"return sg_{name}_fd(q, u, p, out, 0);  /* the helper form, for large models */"]
-        id_traced = idl
-    else:
-        id_traced = ["(void)sg_rnea_forward; (void)sg_rnea_backward;  /* the loop form, for large models */"] + id_traced
-    if traced["mm"] is not None:
-        mm = ["(void)sg_crba_body; (void)sg_crba_columns;  /* the loop form, for deep trees */"] + traced["mm"]
-    else:  # deep trees: the ancestor walk as a loop over the helpers (symgen.soa.CRBA_UNROLL_LIMIT)
-        mm = ["int i;", "(void)p;"] + fwd + [f"for (i = 0; i < {nu * nu}; ++i) out[i] = 0.0;", "/* composite inertias tip-to-base */"]
-        for k in reversed(range(nb)):
-            par = "0" if parent_of[k] < 0 else f"&bd[{parent_of[k]}]"
-            mm.append(f"sg_crba_body(inertia[{k}], &bd[{k}], {par});")
-        for k in range(nb):
-            if nuh[k]:
-                mm.append(f"sg_crba_columns({nu}, {k}, parent_of, uo, nuh, bd, out);")
-        for b, k in zip(model.bodies, range(nb)):
-            mm += [f"out[{(uo[k] + c) * (nu + 1)}] += {a!r};  /* armature */" for c, a in enumerate(b.armature) if a]
+        bodies.append(soa.BodyInfo(
+            k=k, name=b.name, parent=-1 if b.parent == "newtonian" else index[b.parent], slug=slugs[b.name],
+            q0=L["q"][0], u0=L["u"][0], nu=L["nu"],
+            on_R=[float(x) for x in np.asarray(b.onode.R, float).ravel()], on_l=[float(x) for x in b.onode.xyz],
+            pinv_R=[float(x) for x in np.asarray(pinv.R, float).ravel()], pinv_l=[float(x) for x in pinv.xyz],
+            M=[[float(x) for x in row] for row in M],
+            X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"],
+            X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"],
+            armature=[float(a) for a in b.armature] or None))
+    return bodies
+
+
+def _emit_model_dynamics(model, layout, slugs, index, name, L) -> dict:
+    """The dynamics kernels' bodies, both forms from :mod:`symgen.soa`'s steps: the loop form
+    (:mod:`symgen.loopform`, always there: ``*_loop`` entry points and ``atbi_matrices``) and the straight-line
+    form up to soa's size limits (else FD, ID and M call the loop form)."""
+    from . import soa
+    from .loopform import LoopForm
+
+    bodies = body_infos(model, layout, slugs, index)
+    lf = LoopForm(bodies, L, name)
+    loops = lf.emit()
+    traced = _traced_dynamics(bodies, L, layout, slugs)
+    fd_traced = traced["fd"] or [f"return sg_{name}_fd_loop(q, u, p, out, 0);  /* the loop form, for large models */"]
+    id_traced = traced["id"] or [f"sg_{name}_inverse_dynamics_loop(q, u, p, out);  /* the loop form, for large models */"]
+    mm = traced["mm"] or [f"sg_{name}_mass_matrix_loop(q, u, p, out);  /* the loop form, for deep trees */"]
     # AVX2 copies for models with long straight-line FD, for each function that is not too long to compile twice
     clones = traced["fd"] is not None and len(traced["fd"]) >= soa.AVX2_COPY_MIN_LINES
     # long functions are compiled as translation units of their own, in parallel (templates/model.c.jinja)
     long_ = lambda lines: len(lines) >= soa.SPLIT_MIN_LINES  # noqa: E731
-    parts = {"fd": 1 if traced["fd"] is not None and long_(fd_traced) else 0,
-             "id": 2 if long_(id_traced) else 0, "mm": 3 if long_(mm) else 0}
-    return {"inertia": inertia, "parent_of": ", ".join(map(str, parent_of)), "uo": ", ".join(map(str, uo)),
-            "parts": parts, "nuh": ", ".join(map(str, nuh)), "fd_lines": fd, "mm_lines": mm, "fd_traced": fd_traced,
-            "id_traced": id_traced,
+    parts = {"fd": 1 if long_(fd_traced) else 0, "id": 2 if long_(id_traced) else 0, "mm": 3 if long_(mm) else 0}
+    return {"parts": parts, "loop_functions": lf.functions + lf.tables, "loop_tables": lf.c_tables(),
+            "fd_loop": loops["fd"], "id_loop": loops["id"], "mm_loop": loops["mm"],
+            "fd_traced": fd_traced, "id_traced": id_traced, "mm_lines": mm,
             "dispatch": {k: "SG_CLONES " if clones and len(lines) <= soa.AVX2_COPY_MAX_LINES else ""
                          for k, lines in (("fd", fd_traced), ("id", id_traced), ("mm", mm))},
-            "p_size": 3 + nu + 6 * nb, "mats_size": 216 * nb}
+            "p_size": L.params.size, "mats_size": L.mats.size * L.nb}
 
 
 def kernel_structure(h: Hinge) -> dict:
@@ -626,29 +588,17 @@ def kernel_structure(h: Hinge) -> dict:
             "coord_map_alias": aliases(h.coord_map), "coord_map_dot_alias": aliases(h.coord_map_dot)}
 
 
-def _traced_dynamics(model, layout, slugs, index, nu, inertia) -> dict:
+def _traced_dynamics(bodies, L, layout, slugs) -> dict:
     """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.soa`);
     None for those over symgen.soa's size limits (FD and ID together by FD's length, M by its walk)."""
-    import numpy as np
+    from functools import partial
 
     from . import soa
 
-    bodies = []
-    for k, b in enumerate(model.bodies):
-        L = layout[b.name]
-        st = L["structure"]
-        pinv = b.pnode.inverse()
-        bodies.append(soa.BodyInfo(
-            k=k, name=b.name, parent=-1 if b.parent == "newtonian" else index[b.parent], slug=slugs[b.name],
-            q0=L["q"][0], u0=L["u"][0], nu=L["nu"],
-            on_R=[float(x) for x in np.asarray(b.onode.R, float).ravel()], on_l=[float(x) for x in b.onode.xyz],
-            pinv_R=[float(x) for x in np.asarray(pinv.R, float).ravel()], pinv_l=[float(x) for x in pinv.xyz],
-            M=[[float(x) for x in row] for row in inertia[k]],
-            X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"],
-            X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"],
-            armature=list(b.armature) or None))
+    io = soa.ArrayIO(L)
+
     def trace(fn):
-        return _trace_function(fn, bodies, nu, _HingeCalls(layout, slugs))
+        return _trace_function(partial(fn, io=io), bodies, L.nu, _HingeCalls(layout, slugs))
 
     fd = trace(soa.atbi)
     straight = len(fd) <= soa.STRAIGHT_LINE_LIMIT
@@ -678,4 +628,6 @@ def _trace_function(fn, bodies, nu, calls) -> list:
             if arr in arrays:
                 head.append(f"double {arr}[{size}];  /* '{b.name}' */")
                 head.append(calls(b.name, kernel, arr))
-    return ["(void)q; (void)u; (void)p; (void)out;"] + calls.head() + head + body
+    lines = calls.head() + head + body
+    casts = void_unused(("q", "u", "p", "out"), lines)
+    return ([casts] if casts else []) + lines

@@ -43,7 +43,7 @@ def hinge_spec_object(h, kernels: list, slug: str) -> dict:
     for k in kernels:
         shape = "x".join(str(d) for d in k.out_shape)
         ks.append({"name": k.name, "c_name": k.c_name, "ret": "int" if k.returns_status else "void",
-                   "doc": k.doc, "lines": k.lines, "flops": k.flops, "shape_text": shape,
+                   "doc": k.doc, "lines": k.lines, "casts": emit.void_unused(("q", "u", "p"), k.lines), "flops": k.flops, "shape_text": shape,
                    "batch_lines": _batch_lines(k, h.nq, h.nu)})
     return {
         "banner": {"title": f"symgen hinge kernels: {slug}", **emit.banner_info(h)},

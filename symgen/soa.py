@@ -1,19 +1,29 @@
-"""Model dynamics as straight-line C: the SOA recursions traced once per model on a :class:`~symgen.tape.Tape`.
+"""Model dynamics: the SOA recursions, written once as per-body steps, traced into C in two forms.
 
-Each algorithm is one short function that reads like the book (Jain, *Robot and Multibody Dynamics*;
-Featherstone, *Rigid Body Dynamics Algorithms*).  Running it on the model's constants and on symbolic
-runtime values (Q, U, the parameters, and the non-constant entries of each hinge kernel's output) folds
-every per-body constant and every structural zero: the inertias, the onode/pnode transforms, a PIN's one
-nonzero column, identity rotations.  The result is one branch-free C function per algorithm (the only
-branches return the index of a body whose D is not positive definite).
+Each algorithm (ATBI forward dynamics, Newton-Euler inverse dynamics, the composite-body mass matrix) is a
+few per-body steps that read like the book (Jain, *Robot and Multibody Dynamics*; Featherstone, *Rigid Body
+Dynamics Algorithms*), run on a :class:`~symgen.tape.Tape`:
+
+* **straight-line** (:func:`atbi`, :func:`rnea`, :func:`crba` below): the steps run over every body of the
+  model, on the model's constants and on symbolic runtime values (Q, U, the parameters, the non-constant
+  entries of each hinge kernel's output).  Every per-body constant and structural zero folds: the inertias,
+  the onode/pnode transforms, a PIN's one nonzero column, identity rotations.  One branch-free C function
+  per algorithm (the only branches return the index of a body whose D is not positive definite).
+* **loop form** (:mod:`symgen.loopform`): the same steps traced once per *body kind* (hinge spec, root or
+  not, ...) with the body's constants as runtime inputs, and a C loop over the model's flat topology arrays
+  calling them.  For models too large for one straight-line function, and for ``atbi_matrices``.
 
 Conventions (as the rest of symgen): spatial vectors ``[angular; linear]`` in body axes, ``X_pb = (R, l)``
 the pose of body b in its parent, ``phi^T(p, b)`` moves velocities down (parent -> body), ``phi(p, b)``
-moves forces up, ``S`` the hinge map in the body frame (6 x nU, kept as a list of columns).
+moves forces up.  ``H`` is the hinge map in the body frame (6 x nU, kept as a list of columns):
+``H = phi^T(pnode, b) H*_p``, Jain's and Karana's name (Featherstone's ``S``).
 
-Names follow SOA: ``P`` articulated inertia, ``D = S^T P S``, ``G = P S D^-1``, ``tauper = I - G S^T``
-(applied, never formed), ``z`` residual force, ``eps = T - S^T z``, ``nu = D^-1 eps``, ``alpha`` spatial
-acceleration, ``a`` Coriolis and ``b`` gyroscopic terms.
+Names follow SOA: ``P`` articulated inertia, ``D = H^T P H``, ``G = P H D^-1``, ``tauper = I - G H^T``
+(applied, never formed), ``z`` residual force, ``eps = T - H^T z``, ``nu = D^-1 eps``, ``alpha+`` and
+``alpha`` spatial accelerations, ``a`` Coriolis and ``b`` gyroscopic terms.  The optimizations are named
+rewrites beside the equations: :func:`known_axis_rows` (rows of G, P+, z+ fixed by ``H^T G = 1`` where a
+column of H is a unit vector) and :func:`rotate_block` (a rotation about a body axis turns an inertia block
+by the double angle).
 """
 from __future__ import annotations
 
@@ -21,19 +31,18 @@ from dataclasses import dataclass
 
 from .tape import Tape, Val
 
+# Size limits that choose between the forms.  Their effect on build time and speed is measured by
+# benchmarks/scaling.py (build time against model size) and benchmarks/vs_pinocchio.py (speed).
 #: above this many ancestor-walk steps (sum over columns of the depth) the mass matrix walk is a C loop
 CRBA_UNROLL_LIMIT = 1200
 #: above this many lines of straight-line forward dynamics (about 55 PIN bodies), forward and inverse
-#: dynamics call the per-body helpers instead (C compilers take time superlinear in a function's length:
-#: 190 s for a 200-body chain)
+#: dynamics take the loop form (a C compiler's time grows faster than a function's length)
 STRAIGHT_LINE_LIMIT = 10000
-#: from this many lines of straight-line forward dynamics (about 16 PIN bodies) the straight-line FD, ID
-#: and M get an AVX2 copy picked at load time (templates/model.c.jinja).  Below it they are short enough that
-#: the copy measured no faster (arm7: 1,100 lines, same time; quadruped: 2,200 lines, FD 17% faster) and it
-#: would only double their compile time.
+#: from this many lines of straight-line forward dynamics the straight-line FD, ID and M get an AVX2 copy
+#: picked at load time (templates/model.c.jinja); shorter functions gain nothing from it and would only
+#: compile twice
 AVX2_COPY_MIN_LINES = 2000
-#: ... except a function longer than this: gcc's time grows faster than the length (register allocation),
-#: and a second copy of a 9,000-line FD doubles 13 s of compile (g1 with hands, 49 DOF)
+#: ... except a function longer than this, whose second copy costs more compile time than it saves
 AVX2_COPY_MAX_LINES = 6000
 #: from this many lines a straight-line function is compiled as a translation unit of its own, in parallel
 #: with the rest of the model (symgen.build; a C program still compiles the model's one .c file)
@@ -54,7 +63,8 @@ class NotPositiveDefinite(Exception):
 
 @dataclass
 class BodyInfo:
-    """What the tracer knows of one body: constants, and where its runtime values come from."""
+    """What the tracer knows of one body: constants (floats, or runtime inputs in the loop form), and where
+    its runtime values come from."""
 
     k: int                 # index (parent before child)
     name: str
@@ -75,9 +85,55 @@ class BodyInfo:
     H_alias: list = None
     Hd_alias: list = None
     armature: list = None  # rotor inertia per hinge U (added to D, to M's diagonal, and as A Udot to T)
+    tag: str = None        # suffix of this body's names in the C (default: its index; "" in the loop form)
+    status: str = None     # C expression returned when D is not positive definite (default: k + 1)
 
-    def arm(self, c) -> float:
-        return float(self.armature[c]) if self.armature else 0.0
+    def __post_init__(self):
+        if self.tag is None:
+            self.tag = str(self.k)
+        if self.status is None:
+            self.status = str(self.k + 1)
+
+    @property
+    def root(self) -> bool:
+        return self.parent < 0
+
+    def arm(self, c):
+        """Armature of hinge U c (a float, or a runtime value in the loop form)."""
+        return self.armature[c] if self.armature else 0.0
+
+
+def rigid_inertia(m, h, J) -> list:
+    """The 6x6 spatial inertia [[J, h~], [-h~, m 1]] of a rigid body (h = m c) from (m, h, J) given as
+    floats or traced values; the structural zeros stay 0.0."""
+    hx = [[0.0, -h[2], h[1]], [h[2], 0.0, -h[0]], [-h[1], h[0], 0.0]]
+    return ([[J[i][j] for j in range(3)] + hx[i] for i in range(3)] +
+            [[-hx[i][j] if hx[i][j] != 0.0 else 0.0 for j in range(3)] + [m if j == i else 0.0 for j in range(3)]
+             for i in range(3)])
+
+
+class ArrayIO:
+    """Where a straight-line function reads its inputs and writes its output: ``u[i]``, ``p`` laid out as
+    :attr:`symgen.layout.ModelLayout.params` (g, then T or Udot, then f_ext), ``out[i]``."""
+
+    def __init__(self, layout):
+        self.L = layout
+
+    def u(self, T):
+        return [T.input(f"u[{i}]") for i in range(self.L.nu)]
+
+    def tau(self, T):
+        return [T.input(f"p[{self.L.params['tau'] + i}]") for i in range(self.L.nu)]
+
+    def gravity(self, T):
+        return [T.input(f"p[{self.L.params['gravity'] + i}]") for i in range(3)]
+
+    def f_ext(self, T, k):
+        return [T.input(f"p[{self.L.f_ext(k) + i}]") for i in range(6)]
+
+    @staticmethod
+    def out(i):
+        return f"out[{i}]"
 
 
 # ---- spatial algebra on traced scalars --------------------------------------------------------------
@@ -216,8 +272,8 @@ def phi_sym(T, R, l, P):
 # ---- per-body kinematics ------------------------------------------------------------------------------
 
 def _hinge_values(T, b: BodyInfo):
-    """The hinge kernel outputs as the tracer sees them: constants, array entries, and entries that are
-    another entry (or its negative) as that same value."""
+    """The hinge kernel outputs as the tracer sees them: constants, array entries (``X<tag>``, ``H<tag>``,
+    ``Hd<tag>``), and entries that are another entry (or its negative) as that same value."""
     def pick(consts, alias, arr):
         vals = []
         for i, c in enumerate(consts):
@@ -229,21 +285,21 @@ def _hinge_values(T, b: BodyInfo):
             else:
                 vals.append(T.input(f"{arr}[{i}]", array=arr))
         return vals
-    k = b.k
-    return (pick(b.X_const, b.X_alias, f"X{k}"), pick(b.H_const, b.H_alias, f"H{k}"),
-            pick(b.Hd_const, b.Hd_alias, f"Hd{k}"))
+    t = b.tag
+    return (pick(b.X_const, b.X_alias, f"X{t}"), pick(b.H_const, b.H_alias, f"H{t}"),
+            pick(b.Hd_const, b.Hd_alias, f"Hd{t}"))
 
 
 def joint(T, b: BodyInfo):
-    """X_pb = onode X_op(Q) pnode^-1 as (R, l); S = phi^T(pnode, b) H; Sdot likewise."""
-    X, H, Hd = _hinge_values(T, b)
+    """X_pb = onode X_op(Q) pnode^-1 as (R, l); H = phi^T(pnode, b) H*_p; Hdot likewise."""
+    X, Hp, Hpd = _hinge_values(T, b)
     Rop = [X[4 * i + j] for i in range(3) for j in range(3)]
     t = [T.dot(list(zip(Rop[3 * i:3 * i + 3], b.pinv_l)) + [(1.0, X[4 * i + 3])]) for i in range(3)]
     l = [T.dot(list(zip(b.on_R[3 * i:3 * i + 3], t)), b.on_l[i]) for i in range(3)]
     R = _mat3(T, _mat3(T, b.on_R, Rop), b.pinv_R)
     cols = lambda A: [phiT(T, b.pinv_R, b.pinv_l, [A[i * b.nu + c] for i in range(6)])  # noqa: E731
                       for c in range(b.nu)]
-    return R, l, cols(H), cols(Hd)
+    return R, l, cols(Hp), cols(Hpd)
 
 
 def _colsum(T, cols, x, init=None):
@@ -252,23 +308,27 @@ def _colsum(T, cols, x, init=None):
     return [T.dot([(col[i], xc) for col, xc in zip(cols, x)] + [(1.0, init[i])]) for i in range(6)]
 
 
+def kinematics_step(T, b: BodyInfo, V_parent, u):
+    """Base to tip at body b: X_pb and H (:func:`joint`); V = phi^T V_parent + H u;
+    a = crm(V) H u + Hdot u (Coriolis);  b = crf(V) M V (gyroscopic).  u: the hinge's U."""
+    R, l, H, Hd = joint(T, b)
+    Hu = _colsum(T, H, u)
+    V = [T.name(x, f"V{b.tag}_{i}") for i, x in enumerate(_colsum(T, H, u, phiT(T, R, l, V_parent)))]
+    a = _colsum(T, Hd, u, crm(T, V, Hu))
+    return {"R": R, "l": l, "H": H, "V": V, "a": a, "b": crf(T, V, matvec(T, b.M, V))}
+
+
 def velocities(T, bodies, u):
-    """Base to tip: V = phi^T V_parent + S u;  a = crm(V) S u + Sdot u;  b = crf(V) M V."""
+    """:func:`kinematics_step` over the bodies, base to tip (a root's parent, the newtonian, is at rest)."""
     kin = []
     for b in bodies:
-        R, l, S, Sd = joint(T, b)
-        uh = u[b.u0:b.u0 + b.nu]
-        Su = _colsum(T, S, uh)
-        Vp = kin[b.parent]["V"] if b.parent >= 0 else [0.0] * 6
-        V = [T.name(x, f"V{b.k}_{i}") for i, x in enumerate(_colsum(T, S, uh, phiT(T, R, l, Vp)))]
-        a = _colsum(T, Sd, uh, crm(T, V, Su))
-        bb = crf(T, V, matvec(T, b.M, V))
-        kin.append({"R": R, "l": l, "S": S, "V": V, "a": a, "b": bb})
+        Vp = kin[b.parent]["V"] if not b.root else [0.0] * 6
+        kin.append(kinematics_step(T, b, Vp, u[b.u0:b.u0 + b.nu]))
     return kin
 
 
 def _ldl_inverse(T, D, b: BodyInfo):
-    """D^-1 of a small SPD matrix by D = L diag(d) L^T, each pivot checked (returns k + 1 if not > 0)."""
+    """D^-1 of a small SPD matrix by D = L diag(d) L^T, each pivot checked (returns b.status if not > 0)."""
     n = len(D)
     L = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
     d = [None] * n
@@ -279,8 +339,8 @@ def _ldl_inverse(T, D, b: BodyInfo):
             if not dj > 0.0:
                 raise NotPositiveDefinite(b.k)
         else:
-            T.effect(("if (!(", dj, f" > 0.0)) return {b.k + 1};  /* D of '{b.name}' is not positive definite */"))
-        d[j] = T.name(dj, f"d{b.k}_{j}")
+            T.effect(("if (!(", dj, f" > 0.0)) return {b.status};  /* D of '{b.name}' is not positive definite */"))
+        d[j] = T.name(dj, f"d{b.tag}_{j}")
         for i in range(j + 1, n):
             v = T.add(D[i][j], T.dot([(-1.0, T.mul(T.mul(L[i][m], L[j][m]), d[m])) for m in range(j)]))
             L[i][j] = T.div(v, d[j])
@@ -308,114 +368,157 @@ def _accumulate(T, base, contributions):
     return [T.dot([(1.0, c[i]) for c in contributions] + [(1.0, base[i])]) for i in range(6)]
 
 
-def _unit_columns(S):
-    """For each column of S: the index i if the column is the constant unit vector e_i, else None."""
-    def unit(col):
+# ---- ATBI forward dynamics ----------------------------------------------------------------------------
+
+def known_axis_rows(b: BodyInfo, H) -> dict:
+    """Rewrite: ``{row i: column c}`` where column c of H is the constant unit vector e_i (a PIN about a body
+    axis, a free joint).  H^T G = 1, H^T P+ = 0 and H^T z+ = T hold exactly (without armature), so row i of
+    G is e_c^T, row and column i of P+ are zero and z+_i = T_c: known, not computed."""
+    if b.armature and any(not (isinstance(a, float) and a == 0.0) for a in b.armature):
+        return {}
+    known = {}
+    for c, col in enumerate(H):
         if all(isinstance(x, float) for x in col) and sorted(col) == [0.0] * 5 + [1.0]:
-            return col.index(1.0)
-        return None
-    return [unit(col) for col in S]
+            known[col.index(1.0)] = c
+    return known
 
 
-def atbi(T: Tape, bodies, nu: int):
-    """ATBI forward dynamics: Udot from (Q, U, T, f_ext, g).  p = [g (3), T (nU), f_ext (6 per body)]."""
-    q_u = [T.input(f"u[{i}]") for i in range(nu)]
-    Tin = [T.input(f"p[{3 + i}]") for i in range(nu)]
-    fext = lambda b: [T.input(f"p[{3 + nu + 6 * b.k + i}]") for i in range(6)]  # noqa: E731
-    T.comment("kinematics base to tip: X_pb, S, V, a (Coriolis), b (gyroscopic)")
-    kin = velocities(T, bodies, q_u)
-    Pc = [[] for _ in bodies]
-    zc = [[] for _ in bodies]
-    step = [None] * len(bodies)
+def atbi_tip(T, b: BodyInfo, K, P_children, z_children, T_h, f_ext):
+    """ATBI tip to base at body b (its children done):
+
+        P = M + sum phi P+ phi^T,   z = P a + b - f_ext + sum phi z+      (sums over the children)
+        D = H^T P H + A,  G = P H D^-1,  eps = T - H^T z,  nu = D^-1 eps
+        P+ = P - G (P H)^T  (= tauper P),   z+ = z + G eps
+
+    Returns (step, push): step = {P, D, Dinv, G, PH, eps, nu}; push = (phi P+ phi^T, phi z+) for the
+    parent, None at a root."""
+    t, H, n = b.tag, K["H"], b.nu
+    P = _accumulate(T, b.M, P_children)
+    P = [[T.name(P[i][j], f"P{t}_{min(i, j)}{max(i, j)}") for j in range(6)] for i in range(6)]
+    z = _accumulate(T, [T.dot([(1.0, x), (-1.0, f)]) for x, f in zip(K["b"], f_ext)],
+                    list(z_children) + [matvec(T, P, K["a"])])
+    known = known_axis_rows(b, H)
+    PH = [matvec(T, P, h) for h in H]                                            # P H (columns)
+    D = [[_dot(T, H[r], PH[c], b.arm(c) if r == c else 0.0) for c in range(n)] for r in range(n)]
+    Dinv = _ldl_inverse(T, D, b) if n else []
+    G = [[1.0 if cc == known[i] else 0.0 for cc in range(n)] if i in known else
+         [_dot(T, [PH[m][i] for m in range(n)], [Dinv[m][c] for m in range(n)]) for c in range(n)]
+         for i in range(6)]                                                     # G = P H D^-1 (6 x nU)
+    eps = [T.name(T.add(T_h[c], T.neg(_dot(T, H[c], z))), f"eps{t}_{c}") for c in range(n)]
+    nu = [T.name(_dot(T, Dinv[c], eps), f"nu{t}_{c}") for c in range(n)]
+    step = {"P": P, "D": D, "Dinv": Dinv, "G": G, "PH": PH, "eps": eps, "nu": nu}
+    if b.root:
+        return step, None
+    zplus = [T_h[known[i]] if i in known else _dot(T, G[i], eps, z[i]) for i in range(6)]
+    Pplus = [[None] * 6 for _ in range(6)]
+    for i in range(6):
+        for j in range(i, 6):
+            Pplus[i][j] = Pplus[j][i] = 0.0 if i in known or j in known else T.dot(
+                [(-1.0, T.mul(G[i][c], PH[c][j])) for c in range(n)], P[i][j])
+    return step, (phi_sym(T, K["R"], K["l"], Pplus), phi(T, K["R"], K["l"], zplus))
+
+
+def atbi_base(T, b: BodyInfo, K, step, alpha_parent):
+    """ATBI base to tip at body b: alpha+ = phi^T alpha_parent;  Udot = nu - G^T alpha+;
+    alpha = alpha+ + H Udot + a.  Rewrite at a root: Udot = D^-1 (eps - (P H)^T alpha+), the same without G
+    (6 x 6 for a free joint).  Returns (Udot, alpha)."""
+    ap = phiT(T, K["R"], K["l"], alpha_parent)
+    G, PH, n = step.get("G"), step.get("PH"), b.nu
+    if not b.root:
+        udot = [T.dot([(-1.0, T.mul(G[i][c], ap[i])) for i in range(6)], step["nu"][c]) for c in range(n)]
+    else:
+        w = [T.dot([(-1.0, T.mul(PH[c][i], ap[i])) for i in range(6)], step["eps"][c]) for c in range(n)]
+        udot = [_dot(T, step["Dinv"][c], w) for c in range(n)]
+    alpha = [T.name(x, f"alpha{b.tag}_{i}")
+             for i, x in enumerate(_colsum(T, K["H"], udot, [T.add(x, y) for x, y in zip(ap, K["a"])]))]
+    return udot, alpha
+
+
+def atbi_matrices(T, b: BodyInfo, K, step) -> list:
+    """The 216 numbers ``atbi_matrices`` reads back: P, D, Dinv, G (each in a block of 36, row-major,
+    D and Dinv nU x nU, G 6 x nU), tauper = I - G H^T and psi = phi tauper."""
+    n, G, H = b.nu, step["G"], K["H"]
+    tau = [[T.dot([(-1.0, T.mul(G[i][c], H[c][j])) for c in range(n)], 1.0 if i == j else 0.0)
+            for j in range(6)] for i in range(6)]
+    psi = list(zip(*[phi(T, K["R"], K["l"], [tau[i][j] for i in range(6)]) for j in range(6)]))
+    pad = lambda xs: list(xs) + [0.0] * (36 - len(xs))  # noqa: E731
+    flat = lambda A: [x for row in A for x in row]  # noqa: E731
+    return (flat(step["P"]) + pad(flat(step["D"])) + pad(flat(step["Dinv"])) + pad(flat(G))
+            + flat(tau) + flat(psi))
+
+
+def gravity_acceleration(T, g):
+    """Gravity as the newtonian frame's spatial acceleration: alpha_0 = [0; -g]."""
+    return [0.0, 0.0, 0.0] + [T.neg(x) for x in g]
+
+
+def atbi(T: Tape, bodies, nu: int, io):
+    """ATBI forward dynamics over all bodies, straight-line: Udot from (Q, U, T, f_ext, g)."""
+    u, Tin = io.u(T), io.tau(T)
+    T.comment("kinematics base to tip: X_pb, H, V, a (Coriolis), b (gyroscopic)")
+    kin = velocities(T, bodies, u)
+    Pc, zc, step = [[] for _ in bodies], [[] for _ in bodies], [None] * len(bodies)
     for b in reversed(bodies):
-        k, K = b.k, kin[b.k]
-        T.comment(f"body {k} '{b.name}' tip to base: P = M + sum phi P+ phi^T, z = P a + b - f_ext + sum phi z+")
-        P = _accumulate(T, b.M, Pc[k])
-        P = [[T.name(P[i][j], f"P{k}_{min(i, j)}{max(i, j)}") for j in range(6)] for i in range(6)]
-        z = _accumulate(T, [T.dot([(1.0, x), (-1.0, f)]) for x, f in zip(K["b"], fext(b))], zc[k] + [matvec(T, P, K["a"])])
-        S = K["S"]
-        if b.nu:
-            PS = [matvec(T, P, s) for s in S]                                        # P S (columns)
-            D = [[_dot(T, S[r], PS[c], b.arm(c) if r == c else 0.0) for c in range(b.nu)] for r in range(b.nu)]  # + A
-            Dinv = _ldl_inverse(T, D, b)
-            G = [[_dot(T, [PS[m][i] for m in range(b.nu)], [Dinv[m][c] for m in range(b.nu)])
-                  for c in range(b.nu)] for i in range(6)]                          # G = P S D^-1 (6 x nU)
-            eps = [T.name(T.add(Tin[b.u0 + c], T.neg(_dot(T, S[c], z))), f"eps{k}_{c}") for c in range(b.nu)]
-            nu_ = [T.name(_dot(T, Dinv[c], eps), f"nu{k}_{c}") for c in range(b.nu)]
-        else:
-            G, eps, nu_, PS, Dinv = [[] for _ in range(6)], [], [], [], []
-        # S^T G = 1, S^T P+ = 0 and S^T z+ = T hold exactly (without armature): where S's columns are unit
-        # vectors (a PIN about a body axis, a free joint) those rows of G, P+ and z+ are known, not computed
-        axis = _unit_columns(S) if not b.armature or not any(b.armature) else [None] * b.nu
-        for c, i in enumerate(axis):
-            if i is not None:
-                G[i] = [1.0 if cc == c else 0.0 for cc in range(b.nu)]
-        step[k] = (G, nu_, PS, Dinv, eps)
-        if b.parent < 0:
-            continue
-        known = {i: c for c, i in enumerate(axis) if i is not None}
-        zplus = [Tin[b.u0 + known[i]] if i in known else _dot(T, G[i], eps, z[i]) for i in range(6)]  # z + G eps
-        if b.nu:
-            Pplus = [[None] * 6 for _ in range(6)]                                   # P+ = P - G (P S)^T
-            for i in range(6):
-                for j in range(i, 6):
-                    Pplus[i][j] = Pplus[j][i] = 0.0 if i in known or j in known else T.dot(
-                        [(-1.0, T.mul(G[i][c], PS[c][j])) for c in range(b.nu)], P[i][j])
-        else:
-            Pplus = P
-        Pc[b.parent].append(phi_sym(T, K["R"], K["l"], Pplus))
-        zc[b.parent].append(phi(T, K["R"], K["l"], zplus))
-    T.comment("base to tip: alpha+ = phi^T alpha_parent, Udot = nu - G^T alpha+, alpha = alpha+ + S Udot + a")
-    g0 = [0.0, 0.0, 0.0] + [T.neg(T.input(f"p[{i}]")) for i in range(3)]          # gravity as base acceleration
-    alpha = [None] * len(bodies)
+        T.comment(f"body {b.k} '{b.name}' tip to base: P = M + sum phi P+ phi^T, z = P a + b - f_ext + sum phi z+")
+        step[b.k], push = atbi_tip(T, b, kin[b.k], Pc[b.k], zc[b.k], Tin[b.u0:b.u0 + b.nu], io.f_ext(T, b.k))
+        if push:
+            Pc[b.parent].append(push[0])
+            zc[b.parent].append(push[1])
+    T.comment("base to tip: alpha+ = phi^T alpha_parent, Udot = nu - G^T alpha+, alpha = alpha+ + H Udot + a")
+    alpha, g0 = [None] * len(bodies), gravity_acceleration(T, io.gravity(T))
     for b in bodies:
-        K, (G, nu_, PS, Dinv, eps) = kin[b.k], step[b.k]
-        ap = phiT(T, K["R"], K["l"], alpha[b.parent] if b.parent >= 0 else g0)
-        if b.parent >= 0:
-            udot = [T.dot([(-1.0, T.mul(G[i][c], ap[i])) for i in range(6)], nu_[c]) for c in range(b.nu)]
-        else:   # a root: Udot = D^-1 (eps - (P S)^T alpha+), the same without forming G (6 x 6 for a free joint)
-            w = [T.dot([(-1.0, T.mul(PS[c][i], ap[i])) for i in range(6)], eps[c]) for c in range(b.nu)]
-            udot = [_dot(T, Dinv[c], w) for c in range(b.nu)]
+        udot, alpha[b.k] = atbi_base(T, b, kin[b.k], step[b.k], alpha[b.parent] if not b.root else g0)
         for c, x in enumerate(udot):
-            T.store(f"out[{b.u0 + c}]", x)
-        alpha[b.k] = [T.name(x, f"alpha{b.k}_{i}")
-                      for i, x in enumerate(_colsum(T, K["S"], udot, [T.add(x, y) for x, y in zip(ap, K["a"])]))]
+            T.store(io.out(b.u0 + c), x)
     T.effect(("return 0;",))
 
 
-def rnea(T: Tape, bodies, nu: int):
-    """Newton-Euler inverse dynamics: T from (Q, U, Udot, f_ext, g).  p = [g (3), Udot (nU), f_ext]."""
-    u = [T.input(f"u[{i}]") for i in range(nu)]
-    udot = [T.input(f"p[{3 + i}]") for i in range(nu)]
-    T.comment("kinematics base to tip: X_pb, S, V, a (Coriolis), b (gyroscopic)")
+# ---- Newton-Euler inverse dynamics --------------------------------------------------------------------
+
+def rnea_base(T, b: BodyInfo, K, alpha_parent, udot, f_ext):
+    """Newton-Euler base to tip at body b: alpha = phi^T alpha_parent + H Udot + a;  f = M alpha + b - f_ext."""
+    ap = phiT(T, K["R"], K["l"], alpha_parent)
+    alpha = [T.name(x, f"alpha{b.tag}_{i}")
+             for i, x in enumerate(_colsum(T, K["H"], udot, [T.add(x, y) for x, y in zip(ap, K["a"])]))]
+    f = [T.dot([(1.0, x), (1.0, y), (-1.0, e)]) for x, y, e in zip(matvec(T, b.M, alpha), K["b"], f_ext)]
+    return alpha, f
+
+
+def rnea_tip(T, b: BodyInfo, K, f, f_children, udot):
+    """Newton-Euler tip to base at body b: f += sum phi f_child;  T = H^T f + A Udot.  Returns (T, push):
+    push = phi f for the parent, None at a root."""
+    f = [T.name(x, f"f{b.tag}_{i}") for i, x in enumerate(_accumulate(T, f, f_children))]
+    tau = [T.dot([(b.arm(c), udot[c])], _dot(T, K["H"][c], f)) for c in range(b.nu)]
+    return tau, None if b.root else phi(T, K["R"], K["l"], f)
+
+
+def rnea(T: Tape, bodies, nu: int, io):
+    """Newton-Euler inverse dynamics over all bodies, straight-line: T from (Q, U, Udot, f_ext, g)."""
+    u, udot = io.u(T), io.tau(T)
+    T.comment("kinematics base to tip: X_pb, H, V, a (Coriolis), b (gyroscopic)")
     kin = velocities(T, bodies, u)
-    T.comment("base to tip: alpha = phi^T alpha_parent + S Udot + a;  f = M alpha + b - f_ext")
-    g0 = [0.0, 0.0, 0.0] + [T.neg(T.input(f"p[{i}]")) for i in range(3)]
-    alpha, f = [None] * len(bodies), [None] * len(bodies)
+    T.comment("base to tip: alpha = phi^T alpha_parent + H Udot + a;  f = M alpha + b - f_ext")
+    alpha, f, g0 = [None] * len(bodies), [None] * len(bodies), gravity_acceleration(T, io.gravity(T))
     for b in bodies:
-        K = kin[b.k]
-        ap = phiT(T, K["R"], K["l"], alpha[b.parent] if b.parent >= 0 else g0)
-        alpha[b.k] = [T.name(x, f"alpha{b.k}_{i}") for i, x in
-                      enumerate(_colsum(T, K["S"], udot[b.u0:b.u0 + b.nu], [T.add(x, y) for x, y in zip(ap, K["a"])]))]
-        fe = [T.input(f"p[{3 + nu + 6 * b.k + i}]") for i in range(6)]
-        f[b.k] = [T.dot([(1.0, x), (1.0, y), (-1.0, e)]) for x, y, e in
-                  zip(matvec(T, b.M, alpha[b.k]), K["b"], fe)]
-    T.comment("tip to base: f_parent += phi f;  T = S^T f")
+        alpha[b.k], f[b.k] = rnea_base(T, b, kin[b.k], alpha[b.parent] if not b.root else g0,
+                                       udot[b.u0:b.u0 + b.nu], io.f_ext(T, b.k))
+    T.comment("tip to base: f_parent += phi f;  T = H^T f")
     fc = [[] for _ in bodies]
     for b in reversed(bodies):
-        K = kin[b.k]
-        fk = [T.name(x, f"f{b.k}_{i}") for i, x in enumerate(_accumulate(T, f[b.k], fc[b.k]))]
-        for c in range(b.nu):   # T = S^T f + A Udot
-            T.store(f"out[{b.u0 + c}]", T.dot([(b.arm(c), udot[b.u0 + c])], _dot(T, K["S"][c], fk)))
-        if b.parent >= 0:
-            fc[b.parent].append(phi(T, K["R"], K["l"], fk))
+        tau, push = rnea_tip(T, b, kin[b.k], f[b.k], fc[b.k], udot[b.u0:b.u0 + b.nu])
+        for c, x in enumerate(tau):
+            T.store(io.out(b.u0 + c), x)
+        if push:
+            fc[b.parent].append(push)
 
+
+# ---- composite-body mass matrix -----------------------------------------------------------------------
 
 def crba_steps(bodies) -> int:
     """Ancestor-walk steps of the composite-body mass matrix (columns x depth)."""
     depth = [0] * len(bodies)
     for b in bodies:
-        depth[b.k] = 0 if b.parent < 0 else depth[b.parent] + 1
+        depth[b.k] = 0 if b.root else depth[b.parent] + 1
     return sum(b.nu * depth[b.k] for b in bodies)
 
 
@@ -435,7 +538,7 @@ def rigid_phi(T, R, l, m, h, J):
     for i in range(3):
         for j in range(i, 3):
             pairs = [(1.0, Jr[3 * i + j])]
-            pairs += [(-m, T.mul(l[i], l[j])), (-1.0, T.mul(l[i], hr[j])), (-1.0, T.mul(hr[i], l[j]))]
+            pairs += [(T.neg(m), T.mul(l[i], l[j])), (-1.0, T.mul(l[i], hr[j])), (-1.0, T.mul(hr[i], l[j]))]
             if i == j:
                 pairs += [(m, ll), (2.0, lh)]
             Jn[i][j] = Jn[j][i] = T.dot(pairs)
@@ -451,63 +554,83 @@ def rigid_apply(T, m, h, J, s):
              for i in range(3)])
 
 
+def crba_composite(T, b: BodyInfo, K, Ic_children):
+    """Composite inertia tip to base at body b, kept rigid: (m, h, J)c = (m, h, J) + sum over the children
+    of phi (m, h, J)c phi^T.  Returns (Ic, push): push = phi Ic phi^T for the parent, None at a root."""
+    t = b.tag
+    m, h, J = rigid_parts(b.M)
+    m = T.dot([(1.0, c[0]) for c in Ic_children], m)
+    h = [T.name(T.dot([(1.0, c[1][i]) for c in Ic_children], h[i]), f"hc{t}_{i}") for i in range(3)]
+    J = [[T.dot([(1.0, c[2][i][j]) for c in Ic_children], J[i][j]) for j in range(3)] for i in range(3)]
+    J = [[T.name(J[min(i, j)][max(i, j)], f"Jc{t}_{min(i, j)}{max(i, j)}") for j in range(3)] for i in range(3)]
+    return (m, h, J), None if b.root else (m, *rigid_phi(T, K["R"], K["l"], m, h, J))
+
+
+def crba_column(T, b: BodyInfo, K, Ic):
+    """Body b's columns of M: F = Ic H;  the diagonal block M[b, b] = H^T F + A.  Returns (F, block)."""
+    F = [rigid_apply(T, *Ic, h) for h in K["H"]]
+    return F, crba_rows(T, b, K, F, diagonal=True)
+
+
+def crba_rows(T, j: BodyInfo, K, F, diagonal=False):
+    """M[j, b] = H_j^T F (rows of body j's hinge, one column per column of F; + A on the diagonal block)."""
+    return [[_dot(T, K["H"][r], F[c], j.arm(c) if diagonal and r == c else 0.0) for c in range(len(F))]
+            for r in range(j.nu)]
+
+
+def crba_up(T, K, F):
+    """F moved to the parent: F = phi F (each column)."""
+    return [phi(T, K["R"], K["l"], f) for f in F]
+
+
 def _ancestors(bodies, b):
     """b's strict ancestors, nearest first."""
     out = []
-    while b.parent >= 0:
+    while not b.root:
         b = bodies[b.parent]
         out.append(b)
     return out
 
 
-def crba(T: Tape, bodies, nu: int):
-    """Composite rigid body mass matrix (nU x nU): Ic = M + sum phi Ic_child phi^T (kept rigid: m, h, J);
-    F = Ic S;  M[k, k] = S^T F;  walking up the ancestors j: F = phi F, M[j, k] = M[k, j]^T = S_j^T F."""
+def crba(T: Tape, bodies, nu: int, io):
+    """Composite rigid body mass matrix (nU x nU), straight-line: the composite inertias tip to base
+    (:func:`crba_composite`), then each body's columns F = Ic H walked up its ancestors j (:func:`crba_rows`,
+    :func:`crba_up`): M[j, b] = M[b, j]^T = H_j^T F."""
     related = sum(b.nu * (a.nu if a is not b else 0) for b in bodies for a in _ancestors(bodies, b)) * 2 \
         + sum(b.nu * b.nu for b in bodies)
-    # a fill loop first when at least 40% of M is structural zeros (measured: 8% faster on the humanoid, half
-    # zeros; slower on the quadruped, a third zeros, where a store per zero is cheaper)
+    # a fill loop first when at least 40% of M is structural zeros (one loop beats a store per zero there)
     fill = 5 * (nu * nu - related) >= 2 * nu * nu
     if fill:
         T.effect((f"{{ int i; for (i = 0; i < {nu * nu}; ++i) out[i] = 0.0; }}  /* structural zeros; the rest follows */",))
-    T.comment("kinematics base to tip: X_pb, S")
-    kin = [dict(zip(("R", "l", "S"), joint(T, b)[:3])) for b in bodies]
+    T.comment("kinematics base to tip: X_pb, H")
+    kin = [dict(zip(("R", "l", "H"), joint(T, b)[:3])) for b in bodies]
     T.comment("composite inertias tip to base: (m, h, J)c = (m, h, J) + sum phi (m, h, J)c_child phi^T")
     Ic, acc = [None] * len(bodies), [[] for _ in bodies]
     for b in reversed(bodies):
-        K = kin[b.k]
-        m, h, J = rigid_parts(b.M)
-        m = m + sum(c[0] for c in acc[b.k])
-        h = [T.name(T.dot([(1.0, c[1][i]) for c in acc[b.k]], h[i]), f"hc{b.k}_{i}") for i in range(3)]
-        J = [[T.dot([(1.0, c[2][i][j]) for c in acc[b.k]], J[i][j]) for j in range(3)] for i in range(3)]
-        J = [[T.name(J[min(i, j)][max(i, j)], f"Jc{b.k}_{min(i, j)}{max(i, j)}") for j in range(3)] for i in range(3)]
-        Ic[b.k] = (m, h, J)
-        if b.parent >= 0:
-            acc[b.parent].append((m, *rigid_phi(T, K["R"], K["l"], m, h, J)))
-    T.comment("columns: F = Ic S, moved up the ancestors; M[j, k] = S_j^T F")
+        Ic[b.k], push = crba_composite(T, b, kin[b.k], acc[b.k])
+        if push:
+            acc[b.parent].append(push)
+    T.comment("columns: F = Ic H, moved up the ancestors; M[j, k] = H_j^T F")
     done = set()
+
+    def store(j, b, block):
+        for r, row in enumerate(block):
+            for c, v in enumerate(row):
+                r_, c_ = j.u0 + r, b.u0 + c
+                for rr, cc in ((r_, c_), (c_, r_)) if r_ != c_ else ((r_, c_),):
+                    T.store(io.out(rr * nu + cc), v)
+                    done.add((rr, cc))
     for b in bodies:
         if not b.nu:
             continue
-        F = [rigid_apply(T, *Ic[b.k], s) for s in kin[b.k]["S"]]
-        j = b
-        while True:
-            for r in range(j.nu):
-                for c in range(b.nu):
-                    v = _dot(T, kin[j.k]["S"][r], F[c], b.arm(c) if (j is b and r == c) else 0.0)  # + A
-                    row, col = j.u0 + r, b.u0 + c
-                    T.store(f"out[{row * nu + col}]", v)
-                    done.add((row, col))
-                    if row != col:
-                        T.store(f"out[{col * nu + row}]", v)
-                        done.add((col, row))
-            if j.parent < 0:
-                break
-            F = [phi(T, kin[j.k]["R"], kin[j.k]["l"], f) for f in F]
-            j = bodies[j.parent]
+        F, block = crba_column(T, b, kin[b.k], Ic[b.k])
+        store(b, b, block)
+        for j, child in zip(_ancestors(bodies, b), [b] + _ancestors(bodies, b)):
+            F = crba_up(T, kin[child.k], F)
+            store(j, b, crba_rows(T, j, kin[j.k], F))
     assert len(done) == related
     if not fill:
         for r in range(nu):
             for c in range(nu):
                 if (r, c) not in done:
-                    T.store(f"out[{r * nu + c}]", 0.0)
+                    T.store(io.out(r * nu + c), 0.0)

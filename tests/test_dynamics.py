@@ -188,8 +188,8 @@ def test_batched_dynamics_equal_single(tree):
 
 
 def test_loop_form_for_large_models_equals_straight_line(tree, monkeypatch):
-    """Above symgen.soa's size limits the dynamics call the per-body helper loops instead of straight-line
-    code; both forms give the same numbers: the same equations in another order, so ID and M to 1e-12
+    """Above symgen.soa's size limits the dynamics call the loop form (symgen.loopform) instead of
+    straight-line code; both forms give the same numbers: the same equations in another order, so ID and M to 1e-12
     relative, FD to 1e-10 (it solves with the random trees' ill-conditioned D's: 2e-12 observed)."""
     from symgen import soa
     from symgen.build import cached_model_sources
@@ -199,8 +199,10 @@ def test_loop_form_for_large_models_equals_straight_line(tree, monkeypatch):
     model = _tree_model(tree.seed)
     files, manifest = cached_model_sources(model)
     c = files[f"{manifest['name']}.c"]
-    assert f"return sg_{manifest['name']}_fd(q, u, p, out, 0);" in c and "sg_rnea_forward(" in c.split("_inverse_dynamics(")[1]
-    assert "sg_crba_columns(" in c.split("_mass_matrix(")[1]
+    name = manifest["name"]
+    assert f"return sg_{name}_fd_loop(q, u, p, out, 0);" in c.split(f"int sg_{name}_forward_dynamics(")[1]
+    assert f"sg_{name}_inverse_dynamics_loop(q, u, p, out);" in c.split(f"void sg_{name}_inverse_dynamics(")[1]
+    assert f"sg_{name}_mass_matrix_loop(q, u, p, out);" in c.split(f"void sg_{name}_mass_matrix(")[1]
     loops = build_model(model)
     rng = np.random.default_rng(9)
     for _ in range(5):

@@ -1,0 +1,99 @@
+"""One model's data layout: where every number lives in the flat arrays that the generated C and the runtime
+exchange, written once.
+
+The C generator (:mod:`symgen.emit`, :mod:`symgen.loopform`) prints its array offsets and ``#define``\\ s
+from a :class:`ModelLayout`; the runtime (:mod:`symgen.runtime`) builds the same object from the manifest and
+reads its offsets from it.  Numpy-free and sympy-free, so the runtime can import it.
+
+Arrays (per state; a batch puts states back to back):
+
+* ``q`` (nQ), ``u`` (nU): each hinge's coordinates at its ``q0`` / ``u0``, bodies in parent-before-child order.
+* ``p`` of the dynamics (:attr:`ModelLayout.params`): ``[g (3), tau (nU), f_ext (6 per body)]``;
+  ``tau`` is T for forward dynamics and Udot for inverse dynamics; ``f_ext`` is a body-frame wrench
+  ``[N; F]`` at each body origin.
+* ``kinematics`` output, per body (:attr:`ModelLayout.kinematics`): ``[R (9), p (3), J (6 x nU), Jdot (6 x nU)]``.
+* ``poses`` output, per body (:attr:`ModelLayout.poses`): ``[R (9), p (3)]``.
+* ``atbi_matrices`` output, per body (:attr:`ModelLayout.mats`): six blocks of 36,
+  ``P, D, Dinv, G, tauper, psi`` (D, Dinv nU_h x nU_h and G 6 x nU_h, row-major, at the block start).
+* the loop form's per-body constants (:attr:`ModelLayout.body_const`) and per-body workspace
+  (:attr:`ModelLayout.workspace`), which stay inside the C.
+"""
+from __future__ import annotations
+
+
+class Record:
+    """Named fields packed back to back: ``rec["J"]`` is an offset, ``rec.size`` the total."""
+
+    def __init__(self, *fields):
+        self.fields, self._offset, o = tuple(fields), {}, 0
+        for name, n in fields:
+            self._offset[name] = o
+            o += n
+        self.size = o
+        self._len = dict(fields)
+
+    def __getitem__(self, name: str) -> int:
+        return self._offset[name]
+
+    def span(self, name: str) -> slice:
+        return slice(self._offset[name], self._offset[name] + self._len[name])
+
+    def __repr__(self):
+        return "Record(" + ", ".join(f"{n}={self._offset[n]}:{self._len[n]}" for n, _ in self.fields) + ")"
+
+
+def sym_index(i: int, j: int) -> int:
+    """Position of entry (i, j) of a symmetric 6x6 in its packed upper triangle (21 numbers)."""
+    i, j = min(i, j), max(i, j)
+    return 6 * i - i * (i - 1) // 2 + (j - i)
+
+
+class ModelLayout:
+    """Offsets of one model's arrays (see the module docstring).
+
+    ``hinges``: per body, parent before child, ``(nq, nu)`` of its hinge."""
+
+    def __init__(self, hinges):
+        self.nqh = [int(nq) for nq, _ in hinges]
+        self.nuh = [int(nu) for _, nu in hinges]
+        self.nb = len(self.nuh)
+        self.q0, self.u0, q, u = [], [], 0, 0
+        for nq, nu in zip(self.nqh, self.nuh):
+            self.q0.append(q)
+            self.u0.append(u)
+            q, u = q + nq, u + nu
+        self.nq, self.nu = q, u
+        self.max_nu = max([1] + self.nuh)
+        nu, m = self.nu, self.max_nu
+        self.params = Record(("gravity", 3), ("tau", nu), ("f_ext", 6 * self.nb))
+        self.kinematics = Record(("R", 9), ("p", 3), ("J", 6 * nu), ("Jdot", 6 * nu))
+        self.poses = Record(("R", 9), ("p", 3))
+        self.mats = Record(("P", 36), ("D", 36), ("Dinv", 36), ("G", 36), ("tauper", 36), ("psi", 36))
+        #: loop form, per body: inertia (m, h = m c, J about the body origin: xx xy xz yy yz zz), the onode's
+        #: and the inverse pnode's pose (R 9, l 3), the armature of each hinge U
+        self.body_const = Record(("m", 1), ("h", 3), ("J", 6), ("on", 12), ("pinv", 12), ("arm", m))
+        #: loop form, per body: kinematics (X_pb = (R, l), H, V, a, b), ATBI (P and z accumulated from the
+        #: children, P packed symmetric; G, nu; PH, Dinv, eps at a root), alpha, Newton-Euler f, the composite
+        #: inertia (m, h, J packed) and the mass-matrix columns F moved to the parent
+        self.workspace = Record(("R", 9), ("l", 3), ("H", 6 * m), ("V", 6), ("a", 6), ("b", 6),
+                                ("P", 21), ("z", 6), ("G", 6 * m), ("nu", m), ("PH", 6 * m), ("Dinv", m * m),
+                                ("eps", m), ("alpha", 6), ("f", 6), ("Ic", 10), ("F", 6 * m))
+
+    @classmethod
+    def from_manifest(cls, manifest: dict) -> "ModelLayout":
+        hinges = manifest["hinges"]
+        by_body = {h["body"]: h for h in hinges.values()}
+        return cls([(by_body[b["name"]]["q"][1] - by_body[b["name"]]["q"][0],
+                     by_body[b["name"]]["u"][1] - by_body[b["name"]]["u"][0]) for b in manifest["bodies"]])
+
+    def f_ext(self, k: int) -> int:
+        """Offset in ``p`` of body k's external wrench."""
+        return self.params["f_ext"] + 6 * k
+
+    def c_defines(self, prefix: str) -> list:
+        """``#define`` lines of the sizes a C caller needs (``SG_<MODEL>_NQ``, ...)."""
+        P = prefix.upper()
+        return [f"#define {P}_NQ {self.nq}", f"#define {P}_NU {self.nu}", f"#define {P}_NB {self.nb}",
+                f"#define {P}_P_SIZE {self.params.size}  /* p of the dynamics: g (3), T or Udot (nU), f_ext (6 per body) */",
+                f"#define {P}_KINEMATICS_BLOCK {self.kinematics.size}  /* per body: R (9), p (3), J, Jdot (6 x nU each) */",
+                f"#define {P}_MATS_BLOCK {self.mats.size}  /* per body: P, D, Dinv, G, tauper, psi (36 each) */"]

@@ -1,0 +1,369 @@
+"""The loop form of the model algorithms: :mod:`symgen.soa`'s per-body steps traced once per *body kind*, and
+C loops over the model's flat topology arrays that call them.
+
+A body kind is what the traced code of a step depends on: the hinge spec (its kernels and their structural
+zeros), whether the body is a root or a leaf, whether its pnode and onode rotations are the identity and
+whether its hinge has armature.  The rest of a body (inertia, onode and pnode poses, armature) is read at run
+time from ``sg_<model>_body_const[k]`` (:attr:`symgen.layout.ModelLayout.body_const`).  Bodies exchange
+values through a per-body workspace (:attr:`symgen.layout.ModelLayout.workspace`): a step stores what a later
+step of the same body reads (entries that are constants for its kind are not stored: the later step knows
+them too), what a child reads (V, alpha) and what it adds into its parent (P, z, f, the composite inertia).
+
+Every step function has one signature, ``int f(int k, q, u, p, ws, out, mats)`` (``k`` the body), and sits in
+a table indexed by kind, so a pass over the bodies is one C loop::
+
+    for (k = nb - 1; k >= 0; --k) if ((s = sg_<m>_atbi_tip[sg_<m>_kind[k]](k, q, u, p, ws, out, mats))) return s;
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from . import soa
+from .layout import ModelLayout, sym_index
+from .tape import Tape
+
+_IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+_SIGNATURE = "(int k, const double *q, const double *u, const double *p, double *ws, double *out, double *mats)"
+
+
+def _is_identity_R(R) -> bool:
+    return all(isinstance(x, float) for x in R) and [float(x) for x in R] == _IDENTITY_R
+
+
+def body_kind(b: soa.BodyInfo, has_children: bool) -> tuple:
+    """What a body's traced steps depend on (see the module docstring)."""
+    return (b.slug, b.root, not has_children, _is_identity_R(b.pinv_R) and list(b.pinv_l) == [0.0] * 3,
+            _is_identity_R(b.on_R), bool(b.armature and any(b.armature)))
+
+
+def body_constants(b: soa.BodyInfo, L: ModelLayout) -> list:
+    """The numbers of ``sg_<model>_body_const[k]`` (layout ``body_const``)."""
+    m, h, J = soa.rigid_parts(b.M)
+    out = [0.0] * L.body_const.size
+    out[L.body_const["m"]] = m
+    out[L.body_const.span("h")] = h
+    out[L.body_const.span("J")] = [J[0][0], J[0][1], J[0][2], J[1][1], J[1][2], J[2][2]]
+    out[L.body_const.span("on")] = list(b.on_R) + list(b.on_l)
+    out[L.body_const.span("pinv")] = list(b.pinv_R) + list(b.pinv_l)
+    for c in range(b.nu):
+        out[L.body_const["arm"] + c] = b.arm(c)
+    return [float(x) for x in out]
+
+
+class _Kind:
+    """One body kind: a representative body and the constant entries of what its steps store."""
+
+    def __init__(self, index: int, key: tuple, rep: soa.BodyInfo, name: str):
+        self.index, self.key, self.rep = index, key, rep
+        self.slug, self.root, self.leaf, self.pinv_identity, self.on_identity, self.armature = key
+        self.label = (f"kind {index}: {self.slug}" + (", root" if self.root else "") + (", leaf" if self.leaf else "")
+                      + ("" if self.pinv_identity else ", pnode moved") + ("" if self.on_identity else ", onode turned")
+                      + (", armature" if self.armature else "") + f" (e.g. body '{rep.name}')")
+        self.template = {}   # field -> list of float (constant for this kind) or None (stored at run time)
+
+
+class LoopForm:
+    """C of the loop form for one model: the step functions, their tables and the FD / ID / M drivers."""
+
+    def __init__(self, bodies: list, layout: ModelLayout, name: str):
+        self.bodies, self.L, self.name = bodies, layout, name
+        has_children = {b.parent for b in bodies}
+        self.kinds, self.kind_of = [], []
+        index = {}
+        for b in bodies:
+            key = body_kind(b, b.k in has_children)
+            if key not in index:
+                index[key] = len(self.kinds)
+                self.kinds.append(_Kind(len(self.kinds), key, b, name))
+            self.kind_of.append(index[key])
+        self.functions = []     # C lines of every step function, in order
+        self.tables = []        # C lines of the step tables
+        self._sizes = {}
+
+    # ---- reading and writing the workspace and the arguments ----------------------------------------
+    def _kind_body(self, T: Tape, kind: _Kind) -> soa.BodyInfo:
+        """The kind's representative body with its constants as runtime inputs (``c[...]``)."""
+        C, rep = self.L.body_const, kind.rep
+        c = lambda field, i: T.input(f"c[{C[field] + i}]")  # noqa: E731
+        Jp = [c("J", i) for i in range(6)]
+        J = [[Jp[0], Jp[1], Jp[2]], [Jp[1], Jp[3], Jp[4]], [Jp[2], Jp[4], Jp[5]]]
+        on = _IDENTITY_R if kind.on_identity else [c("on", i) for i in range(9)]
+        pinv = (_IDENTITY_R + [0.0] * 3) if kind.pinv_identity else [c("pinv", i) for i in range(12)]
+        return soa.BodyInfo(
+            k=rep.k, name=kind.label, parent=-1 if kind.root else 0, slug=rep.slug, q0=0, u0=0, nu=rep.nu,
+            on_R=on, on_l=[c("on", 9 + i) for i in range(3)], pinv_R=pinv[:9], pinv_l=pinv[9:],
+            M=soa.rigid_inertia(c("m", 0), [c("h", i) for i in range(3)], J),
+            X_const=rep.X_const, H_const=rep.H_const, Hd_const=rep.Hd_const, X_alias=rep.X_alias,
+            H_alias=rep.H_alias, Hd_alias=rep.Hd_alias,
+            armature=[c("arm", i) for i in range(rep.nu)] if kind.armature else None, tag="", status="k + 1")
+
+    def _store(self, T, kind, field, values, slot="w", all_entries=False):
+        """Store values in the workspace field; constants only when another body reads them."""
+        tmpl = []
+        for i, v in enumerate(values):
+            if isinstance(v, float) and not all_entries:
+                tmpl.append(v)
+                continue
+            tmpl.append(None)
+            T.store(f"{slot}[{self.L.workspace[field] + i}]", v)
+        if slot == "w" and not all_entries:
+            kind.template[field] = tmpl
+
+    def _load(self, T, kind, field, n, slot="w"):
+        tmpl = kind.template.get(field) if slot == "w" else None
+        off = self.L.workspace[field]
+        return [tmpl[i] if tmpl and tmpl[i] is not None else T.input(f"{slot}[{off + i}]") for i in range(n)]
+
+    def _add(self, T, field, values, index=None):
+        """Add values into the parent's workspace field (``wp[..] += ..``)."""
+        off = self.L.workspace[field]
+        for i, v in enumerate(values):
+            if not (isinstance(v, float) and v == 0.0):
+                T.effect((f"wp[{off + (index(i) if index else i)}] += ", v, ";"))
+
+    def _store_K(self, T, kind, K):
+        self._store(T, kind, "R", K["R"])
+        self._store(T, kind, "l", K["l"])
+        self._store(T, kind, "H", [x for col in K["H"] for x in col])
+        for f in ("a", "b"):
+            if f in K:
+                self._store(T, kind, f, K[f])
+
+    def _load_K(self, T, kind, b, with_ab=True):
+        Hf = self._load(T, kind, "H", 6 * b.nu)
+        K = {"R": self._load(T, kind, "R", 9), "l": self._load(T, kind, "l", 3),
+             "H": [Hf[6 * c:6 * c + 6] for c in range(b.nu)]}
+        if with_ab:
+            K["a"], K["b"] = self._load(T, kind, "a", 6), self._load(T, kind, "b", 6)
+        return K
+
+    def _sym6(self, T, field, slot="w"):
+        off = self.L.workspace[field]
+        return [[T.input(f"{slot}[{off + sym_index(i, j)}]") for j in range(6)] for i in range(6)]
+
+    def _io(self, T, b):
+        L = self.L
+        return {"u": [T.input(f"uh[{i}]") for i in range(b.nu)], "tau": [T.input(f"Th[{i}]") for i in range(b.nu)],
+                "f_ext": [T.input(f"fe[{i}]") for i in range(6)],
+                "g": [T.input(f"p[{L.params['gravity'] + i}]") for i in range(3)]}
+
+    # ---- the steps, per kind ------------------------------------------------------------------------
+    def _kinematics(self, T, kind, b):
+        io = self._io(T, b)
+        Vp = [0.0] * 6 if b.root else self._load(T, kind, "V", 6, slot="wp")
+        K = soa.kinematics_step(T, b, Vp, io["u"])
+        self._store_K(T, kind, K)
+        self._store(T, kind, "V", K["V"], all_entries=True)
+
+    def _joint(self, T, kind, b):
+        R, l, H, _ = soa.joint(T, b)
+        self._store_K(T, kind, {"R": R, "l": l, "H": H})
+
+    def _atbi_tip(self, T, kind, b, mats):
+        io = self._io(T, b)
+        K = self._load_K(T, kind, b)
+        Pc, zc = ([], []) if kind.leaf else ([self._sym6(T, "P")], [self._load(T, kind, "z", 6)])
+        step, push = soa.atbi_tip(T, b, K, Pc, zc, io["tau"], io["f_ext"])
+        if push:
+            self._add(T, "P", [push[0][i][j] for i in range(6) for j in range(i, 6)])
+            self._add(T, "z", push[1])
+        n = b.nu
+        if b.root:
+            self._store(T, kind, "PH", [x for col in step["PH"] for x in col])
+            self._store(T, kind, "Dinv", [x for row in step["Dinv"] for x in row])
+            self._store(T, kind, "eps", step["eps"])
+        else:
+            self._store(T, kind, "G", [step["G"][i][c] for i in range(6) for c in range(n)])
+            self._store(T, kind, "nu", step["nu"])
+        if mats:
+            T.effect(("if (mk) {",))
+            for i, v in enumerate(soa.atbi_matrices(T, b, K, step)):
+                T.store(f"    mk[{i}]", v)
+            T.effect(("}",))
+        T.effect(("return 0;",))
+
+    def _atbi_base(self, T, kind, b):
+        n = b.nu
+        K = self._load_K(T, kind, b)
+        if b.root:
+            PH, Dinv = self._load(T, kind, "PH", 6 * n), self._load(T, kind, "Dinv", n * n)
+            step = {"PH": [PH[6 * c:6 * c + 6] for c in range(n)], "Dinv": [Dinv[n * r:n * r + n] for r in range(n)],
+                    "eps": self._load(T, kind, "eps", n), "G": None, "nu": None}
+            ap = soa.gravity_acceleration(T, self._io(T, b)["g"])
+        else:
+            G = self._load(T, kind, "G", 6 * n)
+            step = {"G": [G[n * i:n * i + n] for i in range(6)], "nu": self._load(T, kind, "nu", n)}
+            ap = self._load(T, kind, "alpha", 6, slot="wp")
+        udot, alpha = soa.atbi_base(T, b, K, step, ap)
+        for c, x in enumerate(udot):
+            T.store(f"outh[{c}]", x)
+        self._store(T, kind, "alpha", alpha, all_entries=True)
+
+    def _rnea_base(self, T, kind, b):
+        io = self._io(T, b)
+        K = self._load_K(T, kind, b)
+        ap = soa.gravity_acceleration(T, io["g"]) if b.root else self._load(T, kind, "alpha", 6, slot="wp")
+        alpha, f = soa.rnea_base(T, b, K, ap, io["tau"], io["f_ext"])
+        self._store(T, kind, "alpha", alpha, all_entries=True)
+        self._store(T, kind, "f", f, all_entries=True)        # the children add into it
+
+    def _rnea_tip(self, T, kind, b):
+        io = self._io(T, b)
+        K = self._load_K(T, kind, b)
+        tau, push = soa.rnea_tip(T, b, K, self._load(T, kind, "f", 6), [], io["tau"])
+        for c, x in enumerate(tau):
+            T.store(f"outh[{c}]", x)
+        if push:
+            self._add(T, "f", push)
+
+    def _crba_tip(self, T, kind, b):
+        K = self._load_K(T, kind, b, with_ab=False)
+        if kind.leaf:
+            Icc = []
+        else:
+            w = self._load(T, kind, "Ic", 10)
+            Icc = [(w[0], w[1:4], [[w[4], w[5], w[6]], [w[5], w[7], w[8]], [w[6], w[8], w[9]]])]
+        Ic, push = soa.crba_composite(T, b, K, Icc)
+        if push:
+            m, h, J = push
+            self._add(T, "Ic", [m, *h, J[0][0], J[0][1], J[0][2], J[1][1], J[1][2], J[2][2]])
+        if b.nu:
+            F, block = soa.crba_column(T, b, K, Ic)
+            nu = self.L.nu
+            for r, row in enumerate(block):
+                for c, v in enumerate(row):
+                    T.store(f"out[(uo + {r}) * {nu} + uo + {c}]", v)
+            if not b.root:
+                self._store(T, kind, "F", [x for f in soa.crba_up(T, K, F) for x in f], all_entries=True)
+
+    def _crba_walk(self, T, kind, b):
+        K = self._load_K(T, kind, b, with_ab=False)
+        F = [[T.input(f"x[{i}]") for i in range(6)]]
+        for r, row in enumerate(soa.crba_rows(T, b, K, F)):
+            T.store(f"rows[{r}]", row[0])
+        if not b.root:
+            for i, v in enumerate(soa.crba_up(T, K, F)[0]):
+                T.store(f"y[{i}]", v)
+
+    # ---- C text -------------------------------------------------------------------------------------
+    def _function(self, step: str, kind: _Kind, trace, doc: str, signature=_SIGNATURE, params=None) -> str:
+        """Trace one step for one kind into a C function; returns its name."""
+        T = Tape()
+        b = self._kind_body(T, kind)
+        trace(T, kind, b)
+        body = T.lines()
+        arrays = T.live_arrays()
+        nm = self.name
+        fn = f"sg_{nm}_{step}_{kind.index}"
+        head = []
+        for arr, kernel, size in (("X", "transform", 16), ("H", "coord_map", 6 * b.nu),
+                                  ("Hd", "coord_map_dot", 6 * b.nu)):
+            if arr in arrays:
+                head += [f"double {arr}[{size}];", f"sg_{kind.slug}_{kernel}(qh, uh, 0, {arr});"]
+        text = "\n".join(head + body)
+        L = self.L
+        defs = [("qh", f"const double *qh = q + sg_{nm}_q0[k];"), ("uh", f"const double *uh = u + sg_{nm}_u0[k];"),
+                ("uo", f"const int uo = sg_{nm}_u0[k];"),
+                ("c", f"const double *c = sg_{nm}_body_const[k];"),
+                ("w", f"double *w = ws + {L.workspace.size} * k;"),
+                ("wp", f"double *wp = ws + {L.workspace.size} * sg_{nm}_parent[k];"),
+                ("Th", f"const double *Th = p + {L.params['tau']} + sg_{nm}_u0[k];"),
+                ("fe", f"const double *fe = p + {L.params['f_ext']} + 6 * k;"),
+                ("outh", f"double *outh = out + sg_{nm}_u0[k];"),
+                ("mk", f"double *mk = mats ? mats + {L.mats.size} * k : 0;")]
+        import re
+
+        def used(ident, text):
+            return re.search(rf"\b{ident}\b", text) is not None
+        pro = []
+        for ident, line in reversed(defs):       # a definition can use a later one's names (uh uses u)
+            if used(ident, text + "\n".join(pro)):
+                pro.insert(0, line)
+        full = "\n".join(pro) + "\n" + text
+        voids = [p for p in (params or ("k", "q", "u", "p", "ws", "out", "mats")) if not used(p, full)]
+        lines = [f"/* {doc}; {kind.label} */", f"static {'int' if signature == _SIGNATURE else 'void'} {fn}{signature}", "{"]
+        if voids:
+            lines.append("    " + " ".join(f"(void){v};" for v in voids))
+        lines += ["    " + ln for ln in pro + head + body]
+        if signature == _SIGNATURE and not (body and body[-1].startswith("return")):
+            lines.append("    return 0;")
+        lines.append("}")
+        self.functions += lines + [""]
+        return fn
+
+    def _table(self, step: str, trace, doc: str, **kw) -> str:
+        """A step traced for every kind, and its table ``sg_<m>_<step>[kind]``."""
+        fns = [self._function(step, kind, trace, doc, **kw) for kind in self.kinds]
+        sig = kw.get("signature", _SIGNATURE)
+        ret = "int" if sig == _SIGNATURE else "void"
+        tbl = f"sg_{self.name}_{step}"
+        self.tables += [f"static {ret} (*const {tbl}[{len(fns)}]){sig} = {{", "    " + ", ".join(fns), "};"]
+        return tbl
+
+    def emit(self, want=("fd", "id", "mm")) -> dict:
+        """The drivers' bodies: ``fd`` (int f(q, u, p, out, mats)), ``id`` and ``mm`` (f(q, u, p, out))."""
+        nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
+        ws = f"double ws[{nb * L.workspace.size}];"
+        kinds = f"sg_{nm}_kind"
+        loop_up = f"for (k = 0; k < {nb}; ++k)"
+        loop_down = f"for (k = {nb - 1}; k >= 0; --k)"
+        args = "(k, q, u, p, ws, out, mats)"
+        out = {}
+        kin = self._table("velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
+        if "fd" in want:
+            tip = self._table("atbi_tip", partial(self._atbi_tip, mats=True),
+                              "ATBI tip to base: P, z, D, G, eps, nu; P+ and z+ into the parent")
+            base = self._table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha")
+            P0, n0 = L.workspace["P"], 21 + 6
+            assert L.workspace["z"] == P0 + 21
+            out["fd"] = [ws, "int k, i, s;",
+                         f"{loop_up} for (i = 0; i < {n0}; ++i) ws[{L.workspace.size} * k + {P0} + i] = 0.0;  /* P, z */",
+                         f"{loop_up} {kin}[{kinds}[k]]{args};",
+                         f"{loop_down} if ((s = {tip}[{kinds}[k]]{args}) != 0) return s;",
+                         f"{loop_up} {base}[{kinds}[k]]{args};", "return 0;"]
+        if "id" in want:
+            rb = self._table("rnea_base", self._rnea_base, "Newton-Euler base to tip: alpha, f = M alpha + b - f_ext")
+            rt = self._table("rnea_tip", self._rnea_tip, "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f into the parent")
+            out["id"] = [ws, "int k;", "double *mats = 0;", f"{loop_up} {kin}[{kinds}[k]]{args};",
+                         f"{loop_up} {rb}[{kinds}[k]]{args};", f"{loop_down} {rt}[{kinds}[k]]{args};"]
+        if "mm" in want:
+            jt = self._table("joint", self._joint, "X_pb and H")
+            ct = self._table("crba_tip", self._crba_tip,
+                             "composite inertia tip to base, the body's diagonal block of M and F moved to the parent")
+            walk = self._table("crba_walk", self._crba_walk, "one column F at an ancestor: rows H^T F, then phi F",
+                               signature="(int k, double *ws, const double *x, double *y, double *rows)",
+                               params=("k", "ws", "x", "y", "rows"))
+            I0, F0, S = L.workspace["Ic"], L.workspace["F"], L.workspace.size
+            out["mm"] = [ws, f"double buf[12], rows[{L.max_nu}], *x, *y, *t;", "int k, j, c, i, r;", "double *mats = 0;",
+                         f"for (i = 0; i < {nu * nu}; ++i) out[i] = 0.0;",
+                         f"{loop_up} for (i = 0; i < 10; ++i) ws[{S} * k + {I0} + i] = 0.0;  /* composite inertias */",
+                         f"{loop_up} {jt}[{kinds}[k]]{args};",
+                         f"{loop_down} {ct}[{kinds}[k]]{args};",
+                         "/* each column F of body k, walked up its ancestors j: M[j, k] = M[k, j]^T = H_j^T F */",
+                         f"for (k = 0; k < {nb}; ++k)",
+                         f"    for (c = 0; c < sg_{nm}_nuh[k]; ++c) {{",
+                         "        x = buf; y = buf + 6;",
+                         f"        for (i = 0; i < 6; ++i) x[i] = ws[{S} * k + {F0} + 6 * c + i];",
+                         f"        for (j = sg_{nm}_parent[k]; j >= 0; j = sg_{nm}_parent[j]) {{",
+                         f"            {walk}[{kinds}[j]](j, ws, x, y, rows);",
+                         f"            for (r = 0; r < sg_{nm}_nuh[j]; ++r)",
+                         f"                out[(sg_{nm}_u0[j] + r) * {nu} + sg_{nm}_u0[k] + c] = "
+                         f"out[(sg_{nm}_u0[k] + c) * {nu} + sg_{nm}_u0[j] + r] = rows[r];",
+                         "            t = x; x = y; y = t;", "        }", "    }"]
+        return out
+
+    def c_tables(self) -> list:
+        """The topology and constants tables the step functions read."""
+        nm, L = self.name, self.L
+        ints = lambda xs: ", ".join(str(int(x)) for x in xs)  # noqa: E731
+        rows = [f"    {{{', '.join(repr(x) for x in body_constants(b, L))}}},  /* '{b.name}' */" for b in self.bodies]
+        return ([f"/* loop form: the kind of each body (which step functions it takes), its parent (-1: newtonian), "
+                 f"its first Q and U and its U count */",
+                 f"static const int sg_{nm}_kind[{len(self.bodies)}] = {{ {ints(self.kind_of)} }};",
+                 f"static const int sg_{nm}_parent[{len(self.bodies)}] = {{ {ints(b.parent for b in self.bodies)} }};",
+                 f"static const int sg_{nm}_q0[{len(self.bodies)}] = {{ {ints(L.q0)} }};",
+                 f"static const int sg_{nm}_u0[{len(self.bodies)}] = {{ {ints(L.u0)} }};",
+                 f"static const int sg_{nm}_nuh[{len(self.bodies)}] = {{ {ints(L.nuh)} }};",
+                 f"/* per body: m, h = m c (3), J about the origin (xx xy xz yy yz zz), onode R l, pnode^-1 R l, "
+                 f"armature */",
+                 f"static const double sg_{nm}_body_const[{len(self.bodies)}][{L.body_const.size}] = {{"] + rows + ["};"])
