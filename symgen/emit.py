@@ -1,4 +1,5 @@
-"""sympy -> C statements: the only module that prints C.
+"""sympy -> C statements for the hinge kernels, and the C pieces of a model (kinematics, frames, and the
+dynamics of both forms from :mod:`symgen.soa` via :mod:`symgen.tape` and :mod:`symgen.loopform`).
 
 For one kernel (a matrix of expressions in a hinge's symbols) :func:`emit_kernel` produces the body of a C
 function with the fixed signature ``(const double *q, const double *u, const double *p, double *out)``:
@@ -372,9 +373,9 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
                 kin_calls(b.name, "coord_map_dot", "Hd"),
                 f"sg_link_body({nu}, {hnu}, {u0}, X, H, Hd, {const(k, 'on')}, {const(k, 'pinv')}, {parent}, u, out + {k} * {B});"]
         hmap_cases.append(f"case {k}: sg_{s}_coord_map(q + {q0}, u, 0, H); break;  /* '{b.name}' */")
-        pparent = "0" if b.parent == "newtonian" else f"out + {index[b.parent]} * 12"
+        pparent = "0" if b.parent == "newtonian" else f"out + {index[b.parent] * ML.poses.size}"
         poses += [pose_calls(b.name, "transform", "X") + f"  /* body {k} '{b.name}' */",
-                  f"sg_link_pose(X, {const(k, 'on')}, {const(k, 'pinv')}, {pparent}, out + {k} * 12);"]
+                  f"sg_link_pose(X, {const(k, 'on')}, {const(k, 'pinv')}, {pparent}, out + {k * ML.poses.size});"]
         if hnq:
             qdot += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
                      f"sg_matvec({hnq}, {hnu}, N, u + {u0}, out + {q0});"]
@@ -384,19 +385,19 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
                 sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
     dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML)
-    fk = _traced_frame_kinematics(model, layout, slugs, index, nu)
+    fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size)
     if fk["poses"] is not None:
         poses, pose_calls = fk["poses"], None
     qdot_lines = ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)sg_matvec;"]
     sanitize_lines = (["int i;"] if any(ln.startswith("for (i") for ln in sanitize) else []) + sanitize
     poses_lines = (["(void)sg_link_pose;  /* the helper form, for large models */"] + poses if pose_calls is None
                    else ["double X[16];"] + pose_calls.head() + poses)
-    kinematics_lines = [f"double X[16], H[{6 * max_nu}], Hd[{6 * max_nu}];"] + kin_calls.head() + kin
+    kinematics_lines = [f"double X[16], H[{6 * max_nu}] = {{0.0}}, Hd[{6 * max_nu}] = {{0.0}};  /* a LOCKED hinge writes none */"] + kin_calls.head() + kin
 
     def cast(lines):
         casts = void_unused(("q", "u", "p", "out"), lines)
         return ([casts] if casts else []) + lines
-    return {"nb": nb, "nq": nq, "nu": nu, "block": B, "pinv_offset": ML.body_const["pinv"], **dyn,
+    return {"nb": nb, "nq": nq, "nu": nu, "block": B, "pose_size": ML.poses.size, "pinv_offset": ML.body_const["pinv"], **dyn,
             "kinematics_lines": cast(kinematics_lines),
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],
@@ -431,7 +432,7 @@ def _frame_tables(model, index) -> dict:
 
 
 
-def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
+def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict:
     """Straight-line C for frame kinematics, onode / pnode constants and the hinges' structural zeros folded
     (as the dynamics):
 
@@ -463,7 +464,7 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
         return world
 
     def poses(T, bodies, nu):
-        world_poses(T, bodies, lambda k, X: [T.store(f"out[{12 * k + i}]", x) for i, x in enumerate(X)])
+        world_poses(T, bodies, lambda k, X: [T.store(f"out[{pose_size * k + i}]", x) for i, x in enumerate(X)])
 
     def frame_poses(T, bodies, nu):
         world = world_poses(T, bodies, lambda k, X: None)
@@ -498,7 +499,8 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu) -> dict:
                     T.store(f"y[{i}]", v)
 
         jl, pl = trace(jstep), trace(pstep)
-        jl[0] += " (void)y;"
+        if not any("y[" in ln for ln in jl):
+            jl.insert(0, "(void)y;")
         total += len(jl) + len(pl)
         steps.append({"k": b.k, "name": b.name, "jlines": jl, "plines": pl})
     return {"poses": short(trace(poses)), "frame_poses": short(trace(frame_poses)),

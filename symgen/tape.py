@@ -23,11 +23,13 @@ import math
 class Val:
     """A runtime scalar: an input (``q[3]``, ``X2[5]``) or one traced operation."""
 
-    __slots__ = ("tape", "parts", "deps", "hint", "name", "is_input", "array", "live", "key")
+    __slots__ = ("tape", "parts", "deps", "hint", "name", "is_input", "array", "live", "key", "negates", "used")
 
     def __init__(self, tape, parts, deps, is_input=False, name=None, array=None):
         self.tape, self.parts, self.deps = tape, parts, deps
         self.is_input, self.name, self.array, self.hint, self.live = is_input, name, array, None, False
+        self.negates = None   # the value this one is the negative of (-(-x) is x, not a new statement)
+        self.used = False     # some statement already reads it (then a name for a new role is an alias)
 
     # arithmetic with folding; floats are constants
     def __add__(self, o):
@@ -87,6 +89,8 @@ class Tape:
         v = self._memo.get(key)
         if v is None:
             v = Val(self, parts, tuple(p for p in parts if isinstance(p, Val)))
+            for d in v.deps:
+                d.used = True
             self._memo[key] = v
             self._stmts.append(("def", v))
         return v
@@ -140,6 +144,13 @@ class Tape:
             return const
         if len(terms) == 1 and const == 0.0 and terms[0][0] == 1.0 and len(terms[0][1]) == 1:
             return terms[0][1][0]
+        if len(terms) == 1 and const == 0.0 and terms[0][0] == -1.0 and len(terms[0][1]) == 1:
+            x = terms[0][1][0]
+            if x.negates is not None:                  # -(-y) = y
+                return x.negates
+            v = self._def(("-", x))
+            v.negates = x
+            return v
         parts = []
         for c, vals in terms:
             sign = "-" if c < 0 else "+"
@@ -165,14 +176,23 @@ class Tape:
     def effect(self, parts: tuple) -> None:
         """Any statement, kept in program order; Vals in ``parts`` are printed by name."""
         parts = tuple(p if isinstance(p, (Val, str)) else _const(p) for p in parts)
+        for p in parts:
+            if isinstance(p, Val):
+                p.used = True
         self._stmts.append(("effect", parts, tuple(p for p in parts if isinstance(p, Val))))
 
     def comment(self, text: str) -> None:
         self._stmts.append(("comment", text))
 
     def name(self, value, hint: str):
-        """Give a traced value a readable C name (inputs, constants and named values keep theirs)."""
+        """Give a traced value a readable C name (inputs, constants and named values keep theirs).  A value
+        that another statement already reads plays another role there (a rotation entry that is also an
+        inertia entry): it gets a copy under the new name, one name per role."""
         if isinstance(value, Val) and not value.is_input and value.hint is None:
+            if value.used:
+                value = Val(self, (value,), (value,))
+                value.deps[0].used = True
+                self._stmts.append(("def", value))
             value.hint = hint
         return value
 

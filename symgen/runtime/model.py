@@ -21,6 +21,7 @@ import numpy as np
 
 from . import fit as _fit
 from . import integrate as _integrate
+from ..layout import ModelLayout
 from .f2f import FrameToFrame
 from .hinge_kernels import HingeKernels, load_generated
 from .numeric import np_skew
@@ -72,7 +73,9 @@ class MultibodyModel:
         self._frames = {k: (v["body"], np.array(v["R"], float), np.array(v["p"], float))
                         for k, v in manifest["frames"].items()}
         self._hk = {}
-        self._block = 12 + 12 * self.nu
+        #: where every number lives in the arrays exchanged with the C (symgen.layout, shared with the generator)
+        self.layout = ModelLayout.from_manifest(manifest)
+        self._block = self.layout.kinematics.size
         self._dummy = self._ffi.from_buffer("double[]", np.zeros(1))
         self._dbl, self._fb = self._ffi.typeof("double[]"), self._ffi.from_buffer
         self._zero_u = self._ffi.from_buffer("double[]", np.zeros(max(self.nu, 1)))  # mass matrix: U unused
@@ -165,16 +168,18 @@ class MultibodyModel:
 
     def _bodies(self, Q, U):
         raw = self._run("kinematics", Q, U, self.nb * self._block).reshape(Q.shape[0], self.nb, self._block)
-        R = raw[:, :, :9].reshape(-1, self.nb, 3, 3)
-        p = raw[:, :, 9:12]
-        J = raw[:, :, 12:12 + 6 * self.nu].reshape(Q.shape[0], self.nb, 6, self.nu)
-        Jd = raw[:, :, 12 + 6 * self.nu:].reshape(Q.shape[0], self.nb, 6, self.nu)
+        K = self.layout.kinematics
+        R = raw[:, :, K.span("R")].reshape(-1, self.nb, 3, 3)
+        p = raw[:, :, K.span("p")]
+        J = raw[:, :, K.span("J")].reshape(Q.shape[0], self.nb, 6, self.nu)
+        Jd = raw[:, :, K.span("Jdot")].reshape(Q.shape[0], self.nb, 6, self.nu)
         return R, p, J, Jd
 
     def _poses(self, Q):
         """(R, p) of every body for every state, from the pose-only kernel."""
-        raw = self._run("poses", Q, np.zeros((Q.shape[0], self.nu)), self.nb * 12).reshape(Q.shape[0], self.nb, 12)
-        return raw[:, :, :9].reshape(-1, self.nb, 3, 3), raw[:, :, 9:12]
+        X = self.layout.poses
+        raw = self._run("poses", Q, np.zeros((Q.shape[0], self.nu)), self.nb * X.size).reshape(Q.shape[0], self.nb, X.size)
+        return raw[:, :, X.span("R")].reshape(-1, self.nb, 3, 3), raw[:, :, X.span("p")]
 
     def _frame(self, name):
         """(body index, R, p) of a frame given by name or handle."""
@@ -352,11 +357,12 @@ class MultibodyModel:
         g = self.gravity if gravity is None else np.asarray(gravity, dtype=float)
         if g.shape != (3,):
             raise ValueError(f"{self.name}: gravity must be 3 numbers, got {g.shape}")
-        P = np.zeros((n, 3 + self.nu + 6 * self.nb))
-        P[:, :3] = g
-        P[:, 3:3 + self.nu] = middle
+        L = self.layout.params
+        P = np.zeros((n, L.size))
+        P[:, L.span("gravity")] = g
+        P[:, L.span("tau")] = middle
         if f_ext is not None:
-            P[:, 3 + self.nu:] = self._fext(n, f_ext).reshape(n, -1)
+            P[:, L.span("f_ext")] = self._fext(n, f_ext).reshape(n, -1)
         return P
 
     def _fext(self, n, f_ext):
@@ -511,16 +517,14 @@ class MultibodyModel:
             raise KeyError(f"{self.name}: no body named {body!r} (bodies: {', '.join(self.body_names)})")
         k = self.body_names.index(body)
         single, Q, U = self._states(q)
+        B = self.layout.mats
         out, status = self._call("atbi_matrices", Q, U, self._p(Q.shape[0], np.zeros((Q.shape[0], self.nu)), None, None),
-                                 216 * self.nb)
+                                 B.size * self.nb)
         self._check_status(status, "atbi_matrices")
-        blk = out.reshape(-1, self.nb, 6, 36)[:, k]
-        n = self.manifest["hinges"][self.manifest["bodies"][k]["hinge"]]
-        nh = n["u"][1] - n["u"][0]
-        m = blk.shape[0]
-        res = {"P": blk[:, 0].reshape(m, 6, 6), "D": blk[:, 1, :nh * nh].reshape(m, nh, nh),
-               "Dinv": blk[:, 2, :nh * nh].reshape(m, nh, nh), "G": blk[:, 3, :6 * nh].reshape(m, 6, nh),
-               "tauper": blk[:, 4].reshape(m, 6, 6), "psi": blk[:, 5].reshape(m, 6, 6)}
+        blk = out.reshape(-1, self.nb, B.size)[:, k]
+        nh, m = self.layout.nuh[k], blk.shape[0]
+        shapes = {"P": (6, 6), "D": (nh, nh), "Dinv": (nh, nh), "G": (6, nh), "tauper": (6, 6), "psi": (6, 6)}
+        res = {f: blk[:, B[f]:B[f] + r * c].reshape(m, r, c) for f, (r, c) in shapes.items()}
         return {k2: self._out(single, v) for k2, v in res.items()}
 
     # ---- the other rooms: integration, fitting (thin delegations; the docstrings are the rooms')
