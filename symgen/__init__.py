@@ -7,6 +7,7 @@ Public API::
     h = symgen.hinge("PIN", axis=(0, 1, 0))   # bound parameters
     h.transform, h.coord_map, h.qdot_map, h.bias, h.pose_gradient, h.ortho_complement  # sympy matrices
     k = symgen.compile_hinge(h)               # C kernels, numpy in / numpy out, batched
+    mb = symgen.build("robot.urdf")           # a model: read, generated, compiled, loaded (MultibodyModel)
 
 Conventions are those of DESIGN.md (spatial vectors ``[angular; linear]``, quaternions ``(x, y, z, w)``).
 The names are imported lazily, so ``symgen.runtime`` loads built modules without sympy or jinja2.
@@ -17,22 +18,36 @@ _LAZY = {
     "HINGE_TYPES": "hinges", "SUBHINGE_TYPES": "hinges", "HingeParams": "hinges", "hinge_type_string": "hinges",
     "subhinge_types": "hinges", "hooke_hinge_params": "hinges", "inline_hinge_params": "hinges",
     "inplane_hinge_params": "hinges", "parallel_hinge_params": "hinges", "perpendicular_hinge_params": "hinges",
-    "Hinge": "derive", "hinge": "derive", "compile_hinge": "build", "BuildError": "build",
+    "Hinge": "derive", "hinge": "derive", "compile_hinge": "sources", "BuildError": "compile",
     "load_model": "model", "ModelError": "model", "MultibodyModel": "runtime",
 }
 
 
 __all__ = ["__version__", "build", *_LAZY]
 
-# ``symgen.build(path, floating_base=False, out=None)`` is the submodule symgen.build itself, made callable
-# (a function of that name would be shadowed by the submodule as soon as it is imported).
+
+def build(path, floating_base: bool = False, out=None, progress=None, **options):
+    """Load a YAML/JSON/URDF model, generate and compile its C (through the cache) and return the loaded
+    :class:`symgen.runtime.MultibodyModel`.  With ``out``, also write ``out/<model>/`` as a package.
+
+    ``armature={hinge: value}`` (a number, or one per hinge U) adds rotor inertia to the hinge's D, M and
+    inverse dynamics as Pinocchio's ``model.armature`` and MuJoCo's ``joint/armature`` do; ``lock=[hinge, ...]``
+    (or ``{hinge: q}``) welds hinges at their neutral (or given) coordinates; ``balance_inertia`` and
+    ``accept_indefinite_inertia``: see :func:`symgen.model.load_model`.  A moving hinge whose outboard
+    subtree has no mass or inertia in its directions is named in ``mb.singular_hinges`` and ``mb.warnings``
+    (and printed through ``progress``).
+
+    The pipeline: symgen.model (read the file) -> symgen.sources (C sources and manifest, cached) ->
+    symgen.compile (cffi module, cached) -> symgen.package (load, check, install).  This function calls
+    :func:`symgen.package.build`, imported on the first call (and by ``importlib``, so that importing
+    ``symgen`` or ``symgen.runtime`` reaches neither sympy nor jinja2)."""
+    import importlib
+
+    package = importlib.import_module(".package", __name__)
+    return package.build(path, floating_base=floating_base, out=out, progress=progress, **options)
 
 
 def __getattr__(name):
-    if name == "build":
-        import importlib
-
-        return importlib.import_module(".build", __name__)
     if name in _LAZY:
         import importlib
 

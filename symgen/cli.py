@@ -36,9 +36,9 @@ def cmd_hinges(args) -> int:
     if args.markdown:
         print(hinge_table_markdown())
         return 0
-    from .build import hinge_sources
     from .derive import hinge
     from .emit import C_KERNELS
+    from .sources import hinge_sources
 
     cols = [*C_KERNELS, "sanitize", "atbi"]
     short = {"transform": "X", "coord_map": "H", "oframe_coord_map": "Ho", "qdot_map": "N", "coord_map_dot": "Hdot",
@@ -60,7 +60,7 @@ def cmd_show(args) -> int:
 
     h = _hinge_from_args(args)
     if args.c:
-        from .build import hinge_sources
+        from .sources import hinge_sources
 
         files, _ = hinge_sources(h)
         for fname in sorted(files, key=lambda f: not f.endswith(".h")):
@@ -85,7 +85,7 @@ def cmd_show(args) -> int:
 def _build_hinges(out: Path) -> int:
     """Generate and compile the C kernel library of every hinge type into OUT/hinges/, and write the
     equations as a readable document next to it."""
-    from .build import build_hinge_library
+    from .sources import build_hinge_library
 
     t0 = time.perf_counter()
     _write_equations(out)
@@ -147,8 +147,8 @@ def cmd_build(args) -> int:
     if path.suffix.lower() not in (".yaml", ".yml", ".json", ".urdf"):
         raise ValueError(f"don't know how to build {target!r}: give 'hinges' or a model file "
                          "(.yaml, .yml, .json, .urdf)")
-    from .build import build_model
     from .model import load_model
+    from .package import build_model
 
     t0 = time.perf_counter()
     t = time.perf_counter()
@@ -230,7 +230,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
-    from .build import BuildError
+    from .compile import BuildError
 
     try:
         return args.func(args)

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 import symgen
+import symgen.compile as compile_stage
+import symgen.sources as sources_stage
 from conftest import TIMINGS
-from symgen import build
-from symgen.build import BuildError
+from symgen.compile import BuildError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,7 +43,7 @@ def test_second_build_is_a_hit(fresh_cache, monkeypatch):
     def no_compiler(*a, **kw):
         raise AssertionError("the compiler was called on a cache hit")
 
-    monkeypatch.setattr(build, "_compile_into", no_compiler)
+    monkeypatch.setattr(compile_stage, "_compile_into", no_compiler)
     t = time.perf_counter()
     k2 = symgen.compile_hinge(h)
     TIMINGS["compile_hinge cache hit (in process)"] = time.perf_counter() - t
@@ -59,7 +60,7 @@ def test_changed_template_gives_a_new_module(fresh_cache, tmp_path):
     shutil.copytree(templates_dir(), tdir)
     src = (tdir / "hinge.c.jinja").read_text()
     (tdir / "hinge.c.jinja").write_text(src.replace(" * Inputs:", " * (edited template)\n * Inputs:"))
-    k2 = build.compile_hinge(h, template_path=tdir)
+    k2 = sources_stage.compile_hinge(h, template_path=tdir)
     assert k2.module_name != k1.module_name
     assert len(_compiles(fresh_cache)) == 2
     np.testing.assert_array_equal(k2.transform(np.array([0.3])), k1.transform(np.array([0.3])))
@@ -107,7 +108,7 @@ def test_compile_error_is_one_readable_message(fresh_cache):
     files = {"bad.h": "/* SG_CDEF_BEGIN */\nvoid sg_bad(double *out);\n/* SG_CDEF_END */\n",
              "bad.c": '#include "bad.h"\nvoid sg_bad(double *out)\n{\n    out[0] = undeclared_thing;\n}\n'}
     with pytest.raises(BuildError) as exc:
-        build.build_module("bad", files, "hinge BAD(axis=?)")
+        compile_stage.build_module("bad", files, "hinge BAD(axis=?)")
     msg = str(exc.value)
     assert msg.startswith("hinge BAD(axis=?): bad.c does not compile")
     assert "undeclared_thing" in msg and "error" in msg and len(msg.splitlines()) < 12
@@ -115,7 +116,7 @@ def test_compile_error_is_one_readable_message(fresh_cache):
 
 
 def test_missing_compiler_is_reported(fresh_cache, monkeypatch):
-    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    monkeypatch.setattr(compile_stage.shutil, "which", lambda name: None)
     with pytest.raises(BuildError, match="no C compiler found"):
         symgen.compile_hinge(symgen.hinge("PIN", axis=(1, 0, 0)))
 

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from helpers import CASES, assert_close, body_velocity, case_id, central_diff, get_hinge, log_pose, random_q, rotation_angle
-from symgen.build import STRICT_FLAGS, compile_hinges, hinge_sources
+from symgen.compile import STRICT_FLAGS
+from symgen.sources import compile_hinges, hinge_sources
 
 N_STATES = 20
 Q_KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "pose_gradient", "ortho_complement")

@@ -16,8 +16,8 @@ import symgen
 from helpers import assert_close
 from model_factory import random_tree_dict, random_urdf
 from pin_maps import to_pin_q, u_map
-from symgen.build import build_model
 from symgen.model import model_from_dict
+from symgen.package import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
 pin = pytest.importorskip("pinocchio")
@@ -192,7 +192,7 @@ def test_loop_form_for_large_models_equals_straight_line(tree, monkeypatch):
     straight-line code; both forms give the same numbers: the same equations in another order, so ID and M to 1e-12
     relative, FD to 1e-10 (it solves with the random trees' ill-conditioned D's: 2e-12 observed)."""
     from symgen import soa
-    from symgen.build import cached_model_sources
+    from symgen.sources import cached_model_sources
 
     monkeypatch.setattr(soa, "STRAIGHT_LINE_LIMIT", 0)
     monkeypatch.setattr(soa, "CRBA_UNROLL_LIMIT", 0)
@@ -218,9 +218,10 @@ def test_avx2_copies_give_the_baseline_bits():
     time; templates/model.c.jinja, symgen.soa.AVX2_COPY_MIN_LINES); AVX2 without FMA rounds the same, so the
     humanoid's module as built and one built with -DSG_NO_CLONES (baseline only) agree bitwise.  On a CPU
     without AVX2 both run the baseline copy; a short model (arm7) gets no copy."""
-    from symgen.build import OPT_FLAGS, build_module, cached_model_sources
+    from symgen.compile import OPT_FLAGS, build_module
     from symgen.model import load_model
     from symgen.runtime import MultibodyModel
+    from symgen.sources import cached_model_sources
 
     path = ROOT / "examples" / "models" / "humanoid.urdf"
     mb = symgen.build(str(path), floating_base=True)

@@ -168,19 +168,20 @@ def test_bad_out_and_bad_frames_are_refused(robot, tmp_path):
 def test_large_model_fallbacks_equal_the_walk(monkeypatch):
     """Above symgen.soa's frame limits, one frame's pose and Jacobian come from the all-body poses kernel and
     ``body_jacobian`` (and all frames' poses from the per-body helpers); same numbers to 1e-14."""
-    from symgen import build as sgb
     from symgen import soa
     from symgen.model import load_model
+    from symgen.package import build_model
+    from symgen.sources import model_sources
 
     path = MODELS / "double_pendulum.yaml"
     walk = symgen.build(str(path))
     monkeypatch.setattr(soa, "POSES_STRAIGHT_LIMIT", 0)
     monkeypatch.setattr(soa, "JAC_STEPS_LIMIT", 0)
     model = load_model(str(path))
-    files, manifest = sgb.model_sources(model)
+    files, manifest = model_sources(model)
     c = files[f"{manifest['name']}.c"]
     assert "_jstep_" not in c and "_pstep_" not in c and "sg_link_pose(X," in c
-    loops = sgb.build_model(model)
+    loops = build_model(model)
     Q, U, _ = _states(walk, 4, 6)
     for f in walk.frame_names:
         for i in range(len(Q)):

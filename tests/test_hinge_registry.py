@@ -185,7 +185,7 @@ def test_maps_are_derivatives_of_the_transform(case):
 def test_sanitize_and_c_kernels(case):
     """Sanitize puts (c, s) back on the unit circle (same pose as the unit Q); the compiled C equals
     lambdify (1e-12)."""
-    from symgen.build import compile_hinge
+    from symgen.sources import compile_hinge
 
     name, h = case
     assert h.has_sanitize

@@ -9,8 +9,9 @@ statement is an edge, wherever it is (module level, functions, methods), relativ
   not run them again; counting them would make every ``from . import x`` in a package a false cycle).
 * Imports under ``if TYPE_CHECKING:`` never run: they are not edges.
 * ``importlib.import_module(...)`` calls are not edges.  ``symgen/__init__.py`` uses them, in its module
-  ``__getattr__``, to load the public names lazily (``symgen.build``, ``symgen.hinge``, ...); they run only
-  when a user asks for such a name, never while a symgen module imports another.  A string is not parsed.
+  ``__getattr__`` and in ``symgen.build``, to load the public names lazily (``symgen.hinge``, the build
+  pipeline, ...); they run only when a user asks for such a name, never while a symgen module imports
+  another.  A string is not parsed.
 
 Dynamic: a fresh interpreter imports ``symgen.runtime``, loads a built model, exercises every room of the
 runtime (model calls, ``simulate``, ``fit_q``/``fit_u``, ``f2f`` with its numerical-difference twins) and
@@ -238,26 +239,44 @@ def test_runtime_rooms_import_one_way():
         assert EDGES[room] <= {"symgen.runtime.numeric"}, (room, EDGES[room])
 
 
-# The one cycle left: symgen.build.build imports symgen.model (load_model), and symgen.model.load.lock_hinges
-# imports the private symgen.build._neutral; both imports sit in functions, so the cycle never bites at import
-# time.  It goes when _neutral moves into the hinge registry (build.py is not this change's to edit).  The
-# xfail is strict: it fails once no cycle is left, so that the marker is removed then.
-KNOWN_CYCLES = [["symgen.build", "symgen.model", "symgen.model.load"]]
-
-
-@pytest.mark.xfail(strict=True, reason="import cycle symgen.build -> symgen.model -> symgen.model.load -> "
-                                      "symgen.build (lock_hinges imports the private build._neutral; it moves "
-                                      "into the hinge registry)")
 def test_no_import_cycles_among_symgen_modules():
     cycles = _cycles(EDGES)
     assert not cycles, "import cycles:\n" + "\n".join(_a_cycle(c, EDGES) for c in cycles)
 
 
-def test_no_import_cycles_but_the_known_ones():
-    """Until the xfail above can go: no cycle other than the known ones (a new one fails here)."""
-    cycles = _cycles(EDGES)
-    new = [c for c in cycles if c not in KNOWN_CYCLES]
-    assert not new, "new import cycles:\n" + "\n".join(_a_cycle(c, EDGES) for c in new)
+BUILD_STAGES = ("symgen.sources", "symgen.compile", "symgen.package")
+
+
+def test_build_pipeline_imports_one_way():
+    """model -> sources -> compile -> package: each stage imports only earlier ones.  The compile stage
+    knows only files (no hinge, model, runtime or other stage); the sources stage does not import the
+    package stage; the model readers import no build stage; only the package stage (and the CLI, which
+    drives every stage) imports the package stage.  ``symgen.build`` reaches it through importlib."""
+    assert EDGES["symgen.compile"] <= {"symgen.paths"}, EDGES["symgen.compile"]
+    assert "symgen.compile" in EDGES["symgen.sources"] and "symgen.package" not in EDGES["symgen.sources"]
+    assert {"symgen.sources", "symgen.compile", "symgen.model"} <= EDGES["symgen.package"]
+    for m in EDGES:
+        if m == "symgen.model" or m.startswith("symgen.model."):
+            assert not EDGES[m] & set(BUILD_STAGES), (m, EDGES[m] & set(BUILD_STAGES))
+    assert {m for m in EDGES if "symgen.package" in EDGES[m]} <= {"symgen.cli"}
+    assert {m for m in EDGES if "cffi" in EXTERNAL[m]} == {"symgen.compile"}
+
+
+def test_symgen_build_is_a_plain_function():
+    """``symgen.build`` is a function defined in symgen/__init__.py, not a module made callable: there is
+    no module symgen.build to shadow it, and importing the stages leaves it in place."""
+    import importlib
+    import inspect
+
+    import symgen
+
+    assert "symgen.build" not in _modules(PACKAGE) and not (PACKAGE / "build").exists()
+    for stage in BUILD_STAGES:
+        importlib.import_module(stage)
+    assert inspect.isfunction(symgen.build) and symgen.build.__module__ == "symgen"
+    assert list(inspect.signature(symgen.build).parameters) == ["path", "floating_base", "out", "progress",
+                                                                 "options"]
+    assert "armature=" in symgen.build.__doc__ and "lock=" in symgen.build.__doc__
 
 
 def test_runtime_imports_neither_sympy_nor_jinja2_statically():
@@ -266,7 +285,9 @@ def test_runtime_imports_neither_sympy_nor_jinja2_statically():
     bad = {m: sorted(EXTERNAL[m] & set(FORBIDDEN_IN_RUNTIME)) for m in sorted(reach)
            if EXTERNAL[m] & set(FORBIDDEN_IN_RUNTIME)}
     assert not bad, f"symgen.runtime reaches {sorted(reach)}; these import {FORBIDDEN_IN_RUNTIME}: {bad}"
-    assert reach <= {"symgen"} | set(runtime), f"the runtime reaches symgen modules outside it: {sorted(reach)}"
+    # symgen.layout is shared on purpose: the generator and the runtime read one ModelLayout (stdlib only)
+    assert reach <= {"symgen", "symgen.layout"} | set(runtime), \
+        f"the runtime reaches symgen modules outside it: {sorted(reach)}"
 
 
 # ---- dynamic: a built model in a fresh interpreter

@@ -21,7 +21,7 @@ H = 1e-6
 
 @pytest.fixture(scope="module", params=["random-tree-3", "all_hinges-example"])
 def mb(request):
-    from symgen.build import build_model
+    from symgen.package import build_model
 
     if request.param == "all_hinges-example":
         return symgen.build(ROOT / "examples" / "models" / "all_hinges.yaml")

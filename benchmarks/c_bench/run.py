@@ -57,7 +57,7 @@ CHECK_TOL = 1e-12
 
 
 def _compiler():
-    from symgen.build import BuildError, compiler
+    from symgen.compile import BuildError, compiler
 
     try:
         return compiler()
@@ -66,7 +66,7 @@ def _compiler():
 
 
 def _compile(cc, src: Path, exe: Path, manifest: dict, header: str) -> list:
-    from symgen.build import OPT_FLAGS
+    from symgen.compile import OPT_FLAGS
 
     name = manifest["name"]
     defs = [f"-DSG_NAME={name}", f'-DSG_HEADER="{name}.h"', f"-DSG_NQ={manifest['nq']}",
@@ -96,8 +96,9 @@ def _rel(a, b) -> float:
 
 
 def bench_robot(spec: str, n: int, rounds: int, cc, copies: int = COPIES) -> dict:
-    from symgen.build import build_model, cached_model_sources
     from symgen.model import load_model
+    from symgen.package import build_model
+    from symgen.sources import cached_model_sources
 
     path, floating = parse_robot(spec)
     model = load_model(path, floating_base=floating)

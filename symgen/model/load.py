@@ -309,9 +309,7 @@ def lock_hinges(model: Model, lock) -> Model:
         b = _body_of_hinge(model, hname, "lock")
         h = make_hinge(b.hinge_type, **b.hinge_kwargs())
         if q is None:
-            from ..build import _neutral
-
-            q = _neutral(h)     # zeros, identity quaternions
+            q = h.spec.neutral_q()     # zeros, identity quaternions
         q = np.asarray(q, dtype=float)
         if q.shape != (h.nq,) or not np.all(np.isfinite(q)):
             raise ModelError(f"{model.source}: lock: hinge '{hname}' needs {h.nq} finite coordinates, got {q.tolist()}")

@@ -1,0 +1,260 @@
+"""The compile stage of the build pipeline (model -> sources -> compile -> package): C files to a cffi module.
+
+cffi compile, content-hash cache, lock, atomic install, import: the only module that knows cffi.  It knows
+nothing of hinges or models: its input is ``{file name: text}`` plus a label for messages, its output the
+imported module and its path.
+
+A module is named ``<base>_<sha256[:16]>`` of (sources, compiler and its version, flags, cffi version,
+Python ABI): that name is this stage's cache key.  It is built under a per-module file lock in a private
+temp dir, checked first with the strict flags ``-std=c99 -Wall -Wextra -Werror -pedantic`` (so a compiler
+error surfaces as one readable :class:`BuildError` naming the hinge/model, the file and the compiler's first
+error lines), compiled by cffi (out-of-line API mode), and moved into ``<cache>/modules/`` with
+``os.replace``.  A cache hit compiles nothing; a killed build leaves only its temp dir, never a module.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+from .paths import cache_dir
+
+STRICT_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
+#: optimization flags of every module; SYMGEN_MARCH_NATIVE=1 adds -march=native (then the module only runs
+#: on machines like the one that built it; the flag is part of the module's content hash)
+OPT_FLAGS = ("-O3",) + (("-march=native",) if os.environ.get("SYMGEN_MARCH_NATIVE") == "1" else ())
+CDEF_BEGIN, CDEF_END = "/* SG_CDEF_BEGIN */", "/* SG_CDEF_END */"
+
+stats = {"compiles": 0, "hits": 0}
+
+
+class BuildError(RuntimeError):
+    """A build that could not produce a module (no compiler, compile error, ...)."""
+
+
+def compiler() -> list:
+    """The C compiler command: ``$CC``, else Python's configured compiler, else cc / gcc / clang."""
+    for cand in (os.environ.get("CC"), sysconfig.get_config_var("CC"), "cc", "gcc", "clang"):
+        if not cand:
+            continue
+        cmd = shlex.split(cand)
+        if shutil.which(cmd[0]):
+            return cmd
+    raise BuildError("no C compiler found (looked at $CC, Python's CC, cc, gcc, clang); install gcc or set CC")
+
+
+_CC_VERSION: dict = {}
+
+
+def compiler_version(cmd) -> str:
+    key = tuple(cmd)
+    if key not in _CC_VERSION:
+        try:
+            out = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=30)
+            _CC_VERSION[key] = (out.stdout or out.stderr).splitlines()[0] if (out.stdout or out.stderr) else ""
+        except (OSError, subprocess.SubprocessError):
+            _CC_VERSION[key] = ""
+    return _CC_VERSION[key]
+
+
+def modules_dir() -> Path:
+    return cache_dir() / "modules"
+
+
+def ext_suffix() -> str:
+    return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+
+
+def module_name(base: str, files: dict, flags=OPT_FLAGS) -> str:
+    import cffi
+
+    h = hashlib.sha256()
+    for fname in sorted(files):
+        h.update(fname.encode() + b"\0" + files[fname].encode() + b"\0")
+    cc = compiler()
+    for part in (" ".join(cc), compiler_version(cc), " ".join(flags), cffi.__version__, ext_suffix(),
+                 sys.implementation.cache_tag or ""):
+        h.update(part.encode() + b"\0")
+    return f"{base}_{h.hexdigest()[:16]}"
+
+
+def cdef_of(header_text: str) -> str:
+    """The declarations between the header's ``SG_CDEF`` markers (the header is the ABI's one source)."""
+    try:
+        start = header_text.index(CDEF_BEGIN) + len(CDEF_BEGIN)
+        return header_text[start:header_text.index(CDEF_END)]
+    except ValueError:
+        raise BuildError("generated header has no SG_CDEF_BEGIN/END markers") from None
+
+
+def _first_error_lines(text: str, n: int = 8) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    errs = [i for i, ln in enumerate(lines) if "error" in ln]
+    start = errs[0] if errs else 0
+    return "\n".join(lines[max(0, start - 1):start + n])
+
+
+def strict_check(path: Path, label: str, cc=None) -> None:
+    """Compile one C file with the strict flags (a full compile without optimization: -fsyntax-only would
+    miss warnings such as unused functions); BuildError on failure."""
+    cc = cc or compiler()
+    cmd = [*cc, *STRICT_FLAGS, "-c", str(path), "-o", os.devnull]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent)
+    if out.returncode != 0:
+        raise BuildError(f"{label}: {path.name} does not compile with {' '.join(STRICT_FLAGS)}:\n"
+                         f"{_first_error_lines(out.stderr)}")
+
+
+@contextlib.contextmanager
+def _captured_fds():
+    """Capture what setuptools and the compiler print on fd 1 and 2 (returned as a list of one str)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    log: list = []
+    with tempfile.TemporaryFile(mode="w+b") as fh:
+        os.dup2(fh.fileno(), 1)
+        os.dup2(fh.fileno(), 2)
+        try:
+            yield log
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            fh.seek(0)
+            log.append(fh.read().decode(errors="replace"))
+
+
+def _import(name: str, path: Path):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules[name] = mod
+    return mod
+
+
+def _clean_stale_tmp(tmp_root: Path, older_than_s: float = 3600.0) -> None:
+    now = time.time()
+    for d in tmp_root.glob("*"):
+        try:
+            if now - d.stat().st_mtime > older_than_s:
+                shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeout: float = 600.0,
+                 compile_only=None, parts=None):
+    """Compile ``files`` ({name: text}; ``.c`` sources and ``.h`` headers) into a cffi module named by
+    content hash and import it.  ``compile_only`` names the ``.c`` files that are translation units (the
+    others are included by them); default: every ``.c``.  ``parts``: compile each of them once per
+    ``-DSG_PART=k`` (a model's long functions, templates/model.c.jinja), in parallel.
+    Returns ``(module, name, path)``."""
+    from filelock import FileLock, Timeout
+
+    name = module_name(base, files, tuple(flags) + tuple(sorted(compile_only or ()))
+                       + tuple(f"SG_PART={k}" for k in (parts or ())))
+    target = modules_dir() / (name + ext_suffix())
+    if target.exists():
+        stats["hits"] += 1
+        return _import(name, target), name, target
+    root = cache_dir()
+    for sub in ("modules", "locks", "tmp"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(root / "locks" / f"{name}.lock"), timeout=lock_timeout):
+            if target.exists():  # another process built it while we waited
+                stats["hits"] += 1
+                return _import(name, target), name, target
+            _clean_stale_tmp(root / "tmp")
+            work = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=root / "tmp"))
+            try:
+                _compile_into(work, name, files, label, flags, target, compile_only, parts)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    except Timeout:
+        raise BuildError(f"{label}: timed out after {lock_timeout:.0f} s waiting for another build of {name}") from None
+    return _import(name, target), name, target
+
+
+def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts) -> list:
+    """Strict-check every translation unit and compile it to an object (``-DSG_PART=k`` once per part when
+    there are several), as parallel compiler processes, one per core.  Returns the object paths."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    split = parts and len(parts) > 1
+    # a part holds only some of the file's functions: the helpers the others use are unused there
+    quiet = ("-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-const-variable")
+    jobs = [(f, k) for f in c_files for k in (sorted(parts, key=lambda k: (k == 0, k)) if split else [None])]
+
+    def compile_one(job):
+        f, k = job
+        obj = src / (f"{Path(f).stem}.o" if k is None else f"{Path(f).stem}.part{k}.o")
+        cmd = [*cc, *flags, "-std=c99", "-fPIC", "-c", str(src / f), "-o", str(obj), f"-I{src}"]
+        if k is not None:
+            cmd += [f"-DSG_PART={k}", *quiet]
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=src)
+        if out.returncode != 0:
+            raise BuildError(f"{label}: {f} does not compile:\n{_first_error_lines(out.stderr)}")
+        return obj
+
+    def strict(f):
+        strict_check(src / f, label, cc)
+
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as ex:
+        objects = [ex.submit(compile_one, j) for j in jobs]
+        checks = [ex.submit(strict, f) for f in c_files]
+        for fut in checks + objects:
+            fut.result()
+    return [fut.result() for fut in objects]
+
+
+def _compile_into(work: Path, name: str, files: dict, label: str, flags, target: Path, compile_only=None,
+                  parts=None) -> None:
+    import cffi
+
+    src = work / "src"
+    src.mkdir()
+    for fname, text in files.items():
+        (src / fname).write_text(text)
+    cc = compiler()
+    c_files = sorted(compile_only or (f for f in files if f.endswith(".c")))
+    headers = sorted(f for f in files if f.endswith(".h"))
+    objects = _compile_objects(src, c_files, label, flags, cc, parts)
+    ffi = cffi.FFI()
+    ffi.cdef("\n".join(cdef_of(files[h]) for h in headers))
+    ffi.set_source(name, "\n".join(f'#include "{h}"' for h in headers),
+                   extra_objects=[str(o) for o in objects], include_dirs=[str(src)],
+                   extra_compile_args=list(flags))
+    env_cc = os.environ.get("CC")
+    os.environ["CC"] = " ".join(cc)
+    try:
+        with _captured_fds() as log:
+            built = ffi.compile(tmpdir=str(work / "build"), verbose=False)
+    except Exception as e:  # setuptools' CompileError/LinkError, cffi's VerificationError, ...
+        raise BuildError(f"{label}: compiling the cffi module failed ({type(e).__name__}):\n"
+                         f"{_first_error_lines(log[0] if log else str(e))}") from None
+    finally:
+        if env_cc is None:
+            os.environ.pop("CC", None)
+        else:
+            os.environ["CC"] = env_cc
+    stats["compiles"] += 1
+    with open(cache_dir() / "compile.log", "a") as fh:  # one line per real compile (for tests and audits)
+        fh.write(json.dumps({"module": name, "pid": os.getpid(), "time": time.time()}) + "\n")
+    os.replace(built, target)

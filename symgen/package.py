@@ -1,0 +1,102 @@
+"""The last stage of the build pipeline (model -> sources -> compile -> package): a model's sources and
+module to a loaded model and, optionally, an importable package on disk.
+
+:func:`build_model` takes the model's ``(files, manifest)`` from symgen.sources, the module from
+symgen.compile, loads it as a :class:`symgen.runtime.MultibodyModel`, names the singular hinges and, with
+``out``, installs ``out/<name>/`` (sources, module, manifest.json, __init__.py) atomically.  :func:`build`
+adds the first step, reading the model file (symgen.model); it is the function behind ``symgen.build``.
+This stage has no cache of its own: its inputs come from the two cached stages.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from .compile import build_module, stats
+from .sources import cached_model_sources
+
+
+def build_model(model, out=None, progress=None):
+    """Generate, compile (through the cache) and load a model.  With ``out``, also write
+    ``out/<name>/`` as an importable package (sources, module, manifest.json, __init__.py)."""
+    from .runtime import MultibodyModel
+    from .runtime.checks import singular_hinges, singular_message
+
+    say = progress or (lambda s: None)
+    t = time.perf_counter()
+    files, manifest = cached_model_sources(model)
+    manifest = dict(manifest)
+    say(f"generate  {len(files)} files, {sum(len(v) for v in files.values()) / 1024:.1f} kB of C "
+        f"in {time.perf_counter() - t:.2f} s")
+    t = time.perf_counter()
+    compiles = stats["compiles"]
+    mod, name, so = build_module(manifest["name"], files, f"model {model.name} ({model.source})",
+                                 compile_only=[f"{manifest['name']}.c"], parts=manifest.get("parts"))
+    say(f"compile   {name} in {time.perf_counter() - t:.2f} s" + (" (cache hit)" if stats["compiles"] == compiles else ""))
+    manifest["module"], manifest["so"] = name, so.name
+    singular = singular_hinges(MultibodyModel(mod, manifest))
+    manifest["singular_hinges"] = [h for h, _, _ in singular]
+    messages = singular_message(singular)
+    manifest["warnings"] = manifest["warnings"] + messages
+    for w in messages:
+        say(f"warning   {w}")
+    path = so
+    if out is not None:
+        t = time.perf_counter()
+        target = Path(out) / manifest["name"]
+        _install_package(target, files, so, manifest)
+        path = target / so.name
+        say(f"install   {target} in {time.perf_counter() - t:.2f} s")
+    return MultibodyModel(mod, manifest, path=path)
+
+
+_PACKAGE_INIT = '''"""symgen model package {name!r} (generated; do not edit).
+
+    import generated.{name} as m
+    m.model.frame_pose(q, "frame")      # or m.frame_pose(...): every MultibodyModel method
+"""
+from pathlib import Path as _Path
+
+from symgen.runtime import load_model as _load
+
+model = _load(_Path(__file__).parent)
+
+
+def __getattr__(name):
+    return getattr(model, name)
+'''
+
+
+def _install_package(target: Path, files: dict, so: Path, manifest: dict) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        for fname, text in files.items():
+            (staging / fname).write_text(text)
+        shutil.copy2(so, staging / so.name)
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        (staging / "__init__.py").write_text(_PACKAGE_INIT.format(name=manifest["name"]))
+        if target.exists():
+            old = target.with_name(f".{target.name}.old.{os.getpid()}")
+            os.replace(target, old)
+            os.replace(staging, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def build(path, floating_base: bool = False, out=None, progress=None, *, armature=None, lock=None,
+          balance_inertia: bool = False, accept_indefinite_inertia: bool = False):
+    """What :func:`symgen.build` runs (its docstring documents every option): read the model file with
+    :func:`symgen.model.load_model`, then :func:`build_model`."""
+    from .model import load_model
+
+    model = load_model(path, floating_base=floating_base, armature=armature, lock=lock,
+                       balance_inertia=balance_inertia, accept_indefinite_inertia=accept_indefinite_inertia)
+    return build_model(model, out=out, progress=progress)

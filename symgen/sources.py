@@ -1,0 +1,239 @@
+"""The sources stage of the build pipeline (model -> sources -> compile -> package): hinge specs and models
+to C sources.
+
+Derivation (symgen.derive), emission (symgen.emit, symgen.soa) and rendering (symgen.render) meet here and
+leave as ``(files, manifest)``: ``{file name: C text}`` plus the JSON-able description the runtime loads a
+module with.  Each kind of source has its own disk cache, keyed by what produced it:
+
+* a hinge spec's kernels (:func:`hinge_sources`): ``<cache>/emit/<key>.json``, key = the derivation key plus
+  a hash of emit.py, render.py and the templates;
+* a model's translation unit and manifest (:func:`cached_model_sources`): ``<cache>/model-sources/<key>.json``,
+  key = the model's content, its hinges' bound specs, every symgen source and template, the sympy version and
+  symgen.soa's form limits.
+
+The compile stage (symgen.compile) turns the files into a module; :func:`compile_hinge`,
+:func:`compile_hinges` and :func:`build_hinge_library` run both stages for hinge kernels, symgen.package does
+so for models.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .compile import build_module, ext_suffix, stats
+from .paths import cache_dir
+
+# --------------------------------------------------------------------------------------------------
+# hinge kernels
+# --------------------------------------------------------------------------------------------------
+
+def _render_fingerprint(template_path=None) -> str:
+    """Hash of what turns equations into C: emit.py, render.py and the templates."""
+    from .paths import templates_dir
+
+    here = Path(__file__).parent
+    tdir = Path(template_path) if template_path else templates_dir()
+    h = hashlib.sha256()
+    for f in [here / "emit.py", here / "render.py", *sorted(tdir.rglob("*.jinja"))]:
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def hinge_sources(h, slug: str | None = None, template_path=None):
+    """(files, manifest) of one hinge spec: ``{slug}.c``, ``{slug}.h`` and the kernel table.
+
+    Cached on disk next to the derivations (key: derivation key + emit/render/template hash), so a warm
+    build does no sympy work."""
+    from .derive import derivation_key
+
+    key = hashlib.sha256(f"{derivation_key(h.spec)}|{slug}|{_render_fingerprint(template_path)}".encode()).hexdigest()[:24]
+    def make():
+        from . import emit, render
+
+        s = slug or emit.spec_slug(h)
+        header, source, kernels = render.render_hinge(h, s, template_path=template_path)
+        manifest = {"slug": s, "label": h.spec.label(), "nq": h.nq, "nu": h.nu,
+                    "kernels": {k.name: {"c_name": k.c_name, "inputs": list(k.inputs), "out_shape": list(k.out_shape),
+                                         "flops": k.flops, "status": k.returns_status} for k in kernels
+                                if not k.internal},
+                    "structure": emit.kernel_structure(h)}
+        return {f"{s}.c": source, f"{s}.h": header}, manifest
+
+    return _json_cached(cache_dir() / "emit" / f"{key}.json", make)
+
+
+def _json_cached(path: Path, make):
+    """``(files, manifest)`` from a JSON cache file, or ``make()`` written there atomically."""
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+            return data["files"], data["manifest"]
+        except (OSError, ValueError, KeyError):
+            pass
+    files, manifest = make()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"files": files, "manifest": manifest}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache is not an error
+    return files, manifest
+
+
+def compile_hinge(h, template_path=None):
+    """Generate, compile (through the cache) and load the C kernels of one hinge spec.
+
+    Returns a :class:`symgen.runtime.HingeKernels` with numpy methods ``transform(q)``, ``coord_map(q)``,
+    ``oframe_coord_map(q)``, ``qdot_map(q)``, ``coord_map_dot(q, u)``, ``bias(q, u)``, ``pose_gradient(q)``,
+    ``ortho_complement(q)``, ``atbi(q, P)`` and ``sanitize(q)`` where the hinge has one.
+    """
+    from .runtime import HingeKernels
+
+    files, manifest = hinge_sources(h, template_path=template_path)
+    mod, name, path = build_module(manifest["slug"], files, f"hinge {h.spec.label()}")
+    return HingeKernels(mod, manifest, module_name=name, path=path)
+
+
+def compile_hinges(hinges, base: str = "kernels") -> list:
+    """Compile several hinge specs into one module (one compiler run); returns their HingeKernels in order."""
+    from .runtime import HingeKernels
+
+    files, manifests = {}, []
+    for h in hinges:
+        f, m = hinge_sources(h)
+        files.update(f)
+        manifests.append(m)
+    mod, name, path = build_module(base, files, f"{len(manifests)} hinge specs")
+    return [HingeKernels(mod, m, module_name=name, path=path) for m in manifests]
+
+
+def build_hinge_library(out: Path, progress=print) -> dict:
+    """Generate every hinge type's kernels into ``out`` (``<slug>.c``, ``<slug>.h``), compile them into one
+    cffi module (through the cache), copy it next to them and write ``manifest.json``.  Returns the manifest."""
+    from .derive import hinge
+    from .hinges import HINGE_TYPES
+
+    out = Path(out)
+    t0 = time.perf_counter()
+    files, manifests = {}, {}
+    for i, name in enumerate(HINGE_TYPES, 1):
+        t = time.perf_counter()
+        f, m = hinge_sources(hinge(name))
+        files.update(f)
+        manifests[name] = m
+        progress(f"[{i:2d}/{len(HINGE_TYPES)}] {name:<14} generated {sum(len(v) for v in f.values()) / 1024:6.1f} kB "
+                 f"in {time.perf_counter() - t:5.2f} s")
+    t = time.perf_counter()
+    compiles = stats["compiles"]
+    mod, modname, so = build_module("hinges", files, "hinge library")
+    progress(f"compiled {modname} in {time.perf_counter() - t:.2f} s"
+             + (" (cache hit)" if stats["compiles"] == compiles else ""))
+    manifest = {"module": modname, "so": so.name, "hinges": manifests}
+    staging = Path(tempfile.mkdtemp(prefix=".hinges.", dir=out.parent if out.parent.exists() else None))
+    try:
+        for fname, text in files.items():
+            (staging / fname).write_text(text)
+        shutil.copy2(so, staging / so.name)
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob("hinges_*" + ext_suffix()):
+            if old.name != so.name:
+                old.unlink()
+        for f in staging.iterdir():
+            os.replace(f, out / f.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    progress(f"wrote {out} ({len(HINGE_TYPES)} hinge types, {len(files)} files) in {time.perf_counter() - t0:.2f} s")
+    return manifest
+
+
+# --------------------------------------------------------------------------------------------------
+# models
+# --------------------------------------------------------------------------------------------------
+
+def model_identifier(name: str) -> str:
+    """A model name usable as a C prefix and a Python package name."""
+    import re
+
+    ident = re.sub(r"\W", "_", name).strip("_") or "model"
+    return ident if not ident[0].isdigit() else f"m_{ident}"
+
+
+def model_sources(model, progress=None):
+    """(files, manifest) of a model: its translation unit plus the kernels of every hinge spec it uses."""
+    from .derive import hinge
+    from .render import render_model
+
+    name = model_identifier(model.name)
+    files, slugs, layout, hinges, specs = {}, {}, {}, {}, {}
+    qo = uo = 0
+    for b in model.bodies:
+        h = hinge(b.hinge_type, **b.hinge_kwargs())
+        f, m = hinge_sources(h)
+        files.update(f)
+        slugs[b.name] = m["slug"]
+        specs[m["slug"]] = m
+        layout[b.name] = {"q": (qo, qo + h.nq), "u": (uo, uo + h.nu), "nq": h.nq, "nu": h.nu,
+                          "subhinges": list(h.subhinge_types), "structure": m["structure"],
+                          "has_sanitize": h.has_sanitize}
+        hinges[b.hinge_name] = {"body": b.name, "type": b.hinge_type, "slug": m["slug"], "label": h.spec.label(),
+                                "q": [qo, qo + h.nq], "u": [uo, uo + h.nu], "subhinges": list(h.subhinge_types),
+                                "neutral_q": h.spec.neutral_q(), "armature": list(b.armature) or [0.0] * h.nu}
+        qo, uo = qo + h.nq, uo + h.nu
+    header, source, parts = render_model(model, layout, slugs, name)
+    files[f"{name}.h"], files[f"{name}.c"] = header, source
+    frames = {"newtonian": {"body": -1, "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}}
+    index = {b.name: i for i, b in enumerate(model.bodies)}
+    for b in model.bodies:
+        frames[b.name] = {"body": index[b.name], "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}
+    for f in model.frames:
+        frames[f.name] = {"body": index[f.body], "R": [list(r) for r in f.pose.R], "p": list(f.pose.xyz)}
+    manifest = {"name": name, "model": model.name, "source": str(model.source), "nq": qo, "nu": uo,
+                "nb": len(model.bodies), "gravity": list(model.gravity),
+                "bodies": [{"name": b.name, "parent": b.parent, "hinge": b.hinge_name, "mass": b.mass,
+                            "com": list(b.com), "inertia": [list(r) for r in b.inertia]} for b in model.bodies],
+                "frames": frames, "hinges": hinges, "hinge_specs": specs,
+                "loops": [{"name": lc.name, "source": lc.source, "target": lc.target, "hinge": lc.hinge_type}
+                          for lc in model.loops], "parts": parts,
+                "warnings": list(model.warnings)}
+    return files, manifest
+
+
+def _package_fingerprint() -> str:
+    """Hash of every symgen source and template plus the sympy version (read without importing sympy)."""
+    from importlib import metadata
+
+    from .paths import templates_dir
+
+    here = Path(__file__).parent
+    h = hashlib.sha256(metadata.version("sympy").encode())
+    for f in sorted(here.rglob("*.py")) + sorted(templates_dir().rglob("*.jinja")):
+        h.update(str(f.relative_to(f.parents[1])).encode() + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cached_model_sources(model):
+    """:func:`model_sources` through a disk cache keyed by the model's content and the package sources,
+    so a warm build of an unchanged model does no sympy or jinja2 work.  The key includes each hinge's bound
+    spec (with its subhinge types' fingerprints), so a hinge type registered at run time is keyed by its
+    definition, not only its name."""
+    import dataclasses
+
+    from . import soa
+    from .hinges import bind
+
+    specs = [bind(b.hinge_type, **b.hinge_kwargs()).key() for b in model.bodies]
+    text = json.dumps([dataclasses.asdict(model), specs], sort_keys=True, default=str)
+    limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}|{soa.AVX2_COPY_MIN_LINES}"  # form choices
+              f"|{soa.AVX2_COPY_MAX_LINES}|{soa.SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}")
+    key = hashlib.sha256((text + _package_fingerprint() + limits).encode()).hexdigest()[:24]
+    return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model))
