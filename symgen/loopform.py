@@ -361,7 +361,8 @@ class LoopForm:
                  f"its first Q and U and its U count */",
                  f"static const int sg_{nm}_kind[{len(self.bodies)}] = {{ {ints(self.kind_of)} }};",
                  f"static const int sg_{nm}_parent[{len(self.bodies)}] = {{ {ints(b.parent for b in self.bodies)} }};",
-                 f"static const int sg_{nm}_q0[{len(self.bodies)}] = {{ {ints(L.q0)} }};",
+                 *([f"static const int sg_{nm}_q0[{len(self.bodies)}] = {{ {ints(L.q0)} }};"]
+                   if any(f"sg_{nm}_q0[" in ln for ln in self.functions) else []),
                  f"static const int sg_{nm}_u0[{len(self.bodies)}] = {{ {ints(L.u0)} }};",
                  f"static const int sg_{nm}_nuh[{len(self.bodies)}] = {{ {ints(L.nuh)} }};",
                  f"/* per body: m, h = m c (3), J about the origin (xx xy xz yy yz zz), onode R l, pnode^-1 R l, "
