@@ -30,7 +30,7 @@ import numpy as np
 from .inertia import check_mass_fields, model_err, validate_inertias
 from .spec import NEWTONIAN, Body, Frame, LoopConstraint, Model, ModelError, Pose, rpy_matrix
 from .urdf import load_urdf
-from .validate import Ctx, check_keys, check_name, check_number, check_vector
+from .validate import Ctx, as_floats, check_keys, check_name, check_number, check_vector
 
 TOP_KEYS = {"name", "gravity", "bodies", "loops"}
 BODY_KEYS = {"name", "parent", "mass", "com", "inertia", "hinge", "onode", "pnode", "frames"}
@@ -68,12 +68,8 @@ def _mass_fields(ctx, where, m, com, J) -> None:
 
 
 def _inertia(ctx, where, v) -> np.ndarray:
-    if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
-        raise ctx.err(where, f"field 'inertia' must be a 3x3 matrix or [Ixx, Iyy, Izz, Ixy, Ixz, Iyz], got {v!r}")
-    try:
-        a = np.array(v, dtype=float)
-    except (TypeError, ValueError):
-        raise ctx.err(where, f"field 'inertia' must be numbers, got {v!r}") from None
+    a = as_floats(ctx, where, v, f"field 'inertia' must be a 3x3 matrix or [Ixx, Iyy, Izz, Ixy, Ixz, Iyz], got {v!r}",
+                  f"field 'inertia' must be numbers, got {v!r}")
     if a.shape == (6,):
         xx, yy, zz, xy, xz, yz = a
         a = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])

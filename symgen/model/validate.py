@@ -39,14 +39,20 @@ def check_name(ctx, where, v, field_="name"):
     return v
 
 
+def as_floats(ctx, where, v, not_a_list: str, not_numbers: str) -> np.ndarray:
+    """``v`` (a list, nested lists or an array) as a float array; the messages say what was expected."""
+    if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
+        raise ctx.err(where, not_a_list)
+    try:
+        return np.array(v, dtype=float)
+    except (TypeError, ValueError):
+        raise ctx.err(where, not_numbers) from None
+
+
 def check_vector(ctx, where, field_, v, n):
     """``v`` as an array of ``n`` finite floats."""
-    if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__len__"):
-        raise ctx.err(where, f"field '{field_}' must be a list of {n} numbers, got {v!r}")
-    try:
-        a = np.array(v, dtype=float)
-    except (TypeError, ValueError):
-        raise ctx.err(where, f"field '{field_}' must be a list of {n} numbers, got {v!r}") from None
+    msg = f"field '{field_}' must be a list of {n} numbers, got {v!r}"
+    a = as_floats(ctx, where, v, msg, msg)
     if a.shape != (n,) or not np.all(np.isfinite(a)):
         raise ctx.err(where, f"field '{field_}' must be {n} finite numbers, got {v!r}")
     return a
