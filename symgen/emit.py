@@ -340,7 +340,36 @@ class _HingeCalls:
                 + [f"sg_sincos_n({n}, ang, sc);"])
 
 
-def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
+def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loops: list) -> dict:
+    """C of a model's closed chains (:mod:`symgen.loops`): the cut joints' neutral-Q tables and the traced
+    bodies of ``loop_errors``, ``loop_stab``, ``loop_jacobian`` and ``ta_forward_dynamics``.  ``loops``: per
+    loop, a dict with the LoopInfo fields but ``i``, ``A``, ``B`` (body names ``source_body`` and
+    ``target_body`` instead)."""
+    from functools import partial
+
+    from . import loops as lp
+    from . import soa
+
+    if not loops:
+        return {"loops": []}
+    bodies = body_infos(model, layout, slugs, index)
+    infos = [lp.LoopInfo(i=i, A=index[d["source_body"]], B=index[d["target_body"]],
+                         **{k: v for k, v in d.items() if k not in ("source_body", "target_body")})
+             for i, d in enumerate(loops)]
+    io = soa.ArrayIO(ML)
+
+    def trace(fn):
+        return _trace_function(lambda T, bodies, nu: fn(T, bodies, infos, nu, io, name, ML), bodies, ML.nu,
+                               _HingeCalls(layout, slugs))
+    return {"loops": [{"i": L.i, "name": L.name, "q0": _c_array(L.neutral_q or [0.0]), "nres": L.n_res, "nq": L.nq,
+                       "slug": L.slug} for L in infos],
+            "max_nc": max(1, ML.nc), "nc": ML.nc, "loop_errors_size": ML.loop_errors_size,
+            "ta_p_size": ML.ta_params.size, "ta_out_size": ML.ta_out.size, "jac_size": ML.loop_jacobian.size,
+            "loop_errors_lines": trace(lp.loop_errors), "loop_stab_lines": trace(lp.loop_stab),
+            "loop_jacobian_lines": trace(lp.loop_jacobian), "ta_lines": trace(lp.ta_forward_dynamics)}
+
+
+def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = ()) -> dict:
     """C pieces of a model's translation unit (constants and unrolled per-body statements).
 
     ``layout``: ``{body: {"q": (start, stop), "u": (start, stop), "nq": .., "nu": ..}}``; ``slugs``: hinge spec
@@ -354,7 +383,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
     max_nu = max([1] + [layout[b.name]["nu"] for b in model.bodies])
     from .layout import ModelLayout
 
-    ML = ModelLayout([(layout[b.name]["nq"], layout[b.name]["nu"]) for b in model.bodies])
+    ML = ModelLayout([(layout[b.name]["nq"], layout[b.name]["nu"]) for b in model.bodies],
+                     [(d["nq"], d["nu"]) for d in loops])
     B = ML.kinematics.size
 
     def const(k, field):
@@ -404,7 +434,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str) -> dict:
             "qdot_lines": cast(qdot_lines), "sanitize_lines": cast(sanitize_lines),
             "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
-            "frame_poses_lines": fk["frame_poses"], **_frame_tables(model, index)}
+            "frame_poses_lines": fk["frame_poses"], **_frame_tables(model, index),
+            **emit_loops(model, layout, slugs, index, name, ML, list(loops))}
 
 
 _IDENTITY12 = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
@@ -585,6 +616,7 @@ def kernel_structure(h: Hinge) -> dict:
 
     printer = SgCPrinter(_slots(h))
     return {"transform": consts(h.transform), "coord_map": consts(h.coord_map),
+            "ortho_complement": consts(h.ortho_complement),
             "trig_args": [printer.doprint(a) for a in hinge_trig_args(h)],
             "coord_map_dot": consts(h.coord_map_dot), "transform_alias": aliases(h.transform),
             "coord_map_alias": aliases(h.coord_map), "coord_map_dot_alias": aliases(h.coord_map_dot)}

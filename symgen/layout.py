@@ -53,7 +53,7 @@ class ModelLayout:
 
     ``hinges``: per body, parent before child, ``(nq, nu)`` of its hinge."""
 
-    def __init__(self, hinges):
+    def __init__(self, hinges, loops=()):
         self.nqh = [int(nq) for nq, _ in hinges]
         self.nuh = [int(nu) for _, nu in hinges]
         self.nb = len(self.nuh)
@@ -79,12 +79,33 @@ class ModelLayout:
                                 ("P", 21), ("z", 6), ("G", 6 * m), ("nu", m), ("PH", 6 * m), ("Dinv", m * m),
                                 ("eps", m), ("alpha", 6), ("f", 6), ("Ic", 10), ("F", 6 * m))
 
+        #: closed chains, per loop (the cut joint's nQ, nU): its rows of sg_<m>_loop_errors (errors of the error
+        #: f2f, 6 each, E axes; the cut joint's best-fit Q, U, Udot; the constrained parts OC^T error)
+        self.loop_hinges = [(int(nq), int(nu)) for nq, nu in loops]
+        self.n_res = [6 - nu for _, nu in self.loop_hinges]
+        self.nc = sum(self.n_res)
+        self.loop_errors, self.loop_error_offset, o = [], [], 0
+        for (nqh, nuh), r in zip(self.loop_hinges, self.n_res):
+            rec = Record(("pose", 6), ("vel", 6), ("accel", 6), ("q", nqh), ("u", nuh), ("udot", nuh),
+                         ("pose_c", r), ("vel_c", r), ("accel_c", r))
+            self.loop_errors.append(rec)
+            self.loop_error_offset.append(o)
+            o += rec.size
+        self.loop_errors_size = o
+        #: TA forward dynamics: p = [g, T, f_ext, Baumgarte omega_n and zeta]; out = [Udot, lambda (n_c),
+        #: the constraint force on each target node (6 per loop, target axes), the rank of Lambda]
+        self.ta_params = Record(("gravity", 3), ("tau", nu), ("f_ext", 6 * self.nb), ("gains", 2))
+        self.ta_out = Record(("udot", nu), ("lambda", self.nc), ("f_target", 6 * len(self.loop_hinges)), ("rank", 1))
+        #: sg_<m>_loop_jacobian: G_c (n_c x nU, row-major), then gamma (n_c)
+        self.loop_jacobian = Record(("G", self.nc * nu), ("gamma", self.nc))
+
     @classmethod
     def from_manifest(cls, manifest: dict) -> "ModelLayout":
         hinges = manifest["hinges"]
         by_body = {h["body"]: h for h in hinges.values()}
         return cls([(by_body[b["name"]]["q"][1] - by_body[b["name"]]["q"][0],
-                     by_body[b["name"]]["u"][1] - by_body[b["name"]]["u"][0]) for b in manifest["bodies"]])
+                     by_body[b["name"]]["u"][1] - by_body[b["name"]]["u"][0]) for b in manifest["bodies"]],
+                   [(lc["nq"], lc["nu"]) for lc in manifest.get("loops", [])])
 
     def f_ext(self, k: int) -> int:
         """Offset in ``p`` of body k's external wrench."""

@@ -72,19 +72,19 @@ def render_hinge(h, slug: str | None = None, kernels: list | None = None, templa
     return env.get_template("hinge.h.jinja").render(**spec), env.get_template("hinge.c.jinja").render(**spec), kernels
 
 
-def render_model(model, layout: dict, slugs: dict, name: str, template_path: Path | None = None):
+def render_model(model, layout: dict, slugs: dict, name: str, template_path: Path | None = None, loops=()):
     """(header text, source text, parts) of a model's translation unit; ``parts``: the ``SG_PART`` values
     that symgen's build compiles it with, in parallel (``[0]``: one unit)."""
     import sympy
 
     from . import __version__
 
-    pieces = emit.emit_model(model, layout, slugs, name)
+    pieces = emit.emit_model(model, layout, slugs, name, loops)
     table = [f"{k:3d} {b.name:<20} parent {b.parent:<20} hinge {b.hinge_name} ({b.hinge_type})"
              for k, b in enumerate(model.bodies)]
     spec = {"name": name, "guard": f"SG_MODEL_{name.upper()}_H", "symgen_version": __version__,
             "sympy_version": sympy.__version__, "source": Path(model.source).name if model.source else "<memory>",
-            "hinge_sources": sorted({f"{s}.c" for s in slugs.values()}), "body_table": table, **pieces}
+            "hinge_sources": sorted({f"{s}.c" for s in slugs.values()} | {f"{d['slug']}.c" for d in loops}), "body_table": table, **pieces}
     env = environment(template_path)
     parts = sorted({0, *pieces["parts"].values()})
     return env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec), parts

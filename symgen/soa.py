@@ -452,18 +452,34 @@ def gravity_acceleration(T, g):
     return [0.0, 0.0, 0.0] + [T.neg(x) for x in g]
 
 
+def atbi_factor(T, bodies, kin, Tin, f_ext):
+    """:func:`atbi_tip` over the bodies, tip to base.  Returns each body's step (P, D, Dinv, G, eps, nu)."""
+    Pc, zc, step = [[] for _ in bodies], [[] for _ in bodies], [None] * len(bodies)
+    for b in reversed(bodies):
+        T.comment(f"body {b.k} '{b.name}' tip to base: P = M + sum phi P+ phi^T, z = P a + b - f_ext + sum phi z+")
+        step[b.k], push = atbi_tip(T, b, kin[b.k], Pc[b.k], zc[b.k], Tin[b.u0:b.u0 + b.nu], f_ext(b.k))
+        if push:
+            Pc[b.parent].append(push[0])
+            zc[b.parent].append(push[1])
+    return step
+
+
+def atbi_accelerations(T, bodies, kin, step, alpha0):
+    """:func:`atbi_base` over the bodies, base to tip, from the newtonian's acceleration alpha0 (gravity).
+    Returns (Udot per body, alpha per body)."""
+    T.comment("base to tip: alpha+ = phi^T alpha_parent, Udot = nu - G^T alpha+, alpha = alpha+ + H Udot + a")
+    udot, alpha = [None] * len(bodies), [None] * len(bodies)
+    for b in bodies:
+        udot[b.k], alpha[b.k] = atbi_base(T, b, kin[b.k], step[b.k], alpha[b.parent] if not b.root else alpha0)
+    return udot, alpha
+
+
 def atbi(T: Tape, bodies, nu: int, io):
     """ATBI forward dynamics over all bodies, straight-line: Udot from (Q, U, T, f_ext, g)."""
     u, Tin = io.u(T), io.tau(T)
     T.comment("kinematics base to tip: X_pb, H, V, a (Coriolis), b (gyroscopic)")
     kin = velocities(T, bodies, u)
-    Pc, zc, step = [[] for _ in bodies], [[] for _ in bodies], [None] * len(bodies)
-    for b in reversed(bodies):
-        T.comment(f"body {b.k} '{b.name}' tip to base: P = M + sum phi P+ phi^T, z = P a + b - f_ext + sum phi z+")
-        step[b.k], push = atbi_tip(T, b, kin[b.k], Pc[b.k], zc[b.k], Tin[b.u0:b.u0 + b.nu], io.f_ext(T, b.k))
-        if push:
-            Pc[b.parent].append(push[0])
-            zc[b.parent].append(push[1])
+    step = atbi_factor(T, bodies, kin, Tin, lambda k: io.f_ext(T, k))
     T.comment("base to tip: alpha+ = phi^T alpha_parent, Udot = nu - G^T alpha+, alpha = alpha+ + H Udot + a")
     alpha, g0 = [None] * len(bodies), gravity_acceleration(T, io.gravity(T))
     for b in bodies:
@@ -471,6 +487,51 @@ def atbi(T: Tape, bodies, nu: int, io):
         for c, x in enumerate(udot):
             T.store(io.out(b.u0 + c), x)
     T.effect(("return 0;",))
+
+
+# ---- M^-1 f on the ATBI factorization -----------------------------------------------------------------
+
+def minv_tip(T, b: BodyInfo, K, step, z_children, f):
+    """M^-1 pass tip to base at body b, on atbi_tip's factorization (P, G, D^-1 kept; no T, no velocity
+    terms):  z = -f + sum phi z+,  eps = -H^T z,  nu = D^-1 eps,  z+ = z + G eps.
+    Returns ({eps, nu}, phi z+ for the parent or None at a root)."""
+    H, n = K["H"], b.nu
+    z = _accumulate(T, [T.neg(x) for x in f], z_children) if z_children else [T.neg(x) for x in f]
+    eps = [T.neg(_dot(T, H[c], z)) for c in range(n)]
+    nu = [_dot(T, step["Dinv"][c], eps) for c in range(n)]
+    if b.root:
+        return {"eps": eps, "nu": nu}, None
+    known = known_axis_rows(b, H)
+    zplus = [0.0 if i in known else _dot(T, step["G"][i], eps, z[i]) for i in range(6)]   # H^T z+ = 0
+    return {"eps": eps, "nu": nu}, phi(T, K["R"], K["l"], zplus)
+
+
+def minv_base(T, b: BodyInfo, K, step, m, alpha_parent):
+    """M^-1 pass base to tip at body b: alpha+ = phi^T alpha_parent;  Udot = nu - G^T alpha+ (at a root
+    D^-1 (eps - (P H)^T alpha+));  alpha = alpha+ + H Udot.  Returns (Udot, alpha)."""
+    ap = phiT(T, K["R"], K["l"], alpha_parent)
+    if not b.root:
+        udot = [T.dot([(-1.0, T.mul(step["G"][i][c], ap[i])) for i in range(6)], m["nu"][c]) for c in range(b.nu)]
+    else:
+        w = [T.dot([(-1.0, T.mul(step["PH"][c][i], ap[i])) for i in range(6)], m["eps"][c]) for c in range(b.nu)]
+        udot = [_dot(T, step["Dinv"][c], w) for c in range(b.nu)]
+    return udot, _colsum(T, K["H"], udot, ap)
+
+
+def minv(T, bodies, kin, step, forces: dict):
+    """Udot = M^-1 J^T f for external body wrenches ``forces`` ({body index: [N; F] at its origin}) on the
+    ATBI factorization ``step`` (:func:`atbi_factor`), O(n); bodies with no force below them fold away.
+    Returns (Udot per body, alpha per body)."""
+    zc, m = [[] for _ in bodies], [None] * len(bodies)
+    for b in reversed(bodies):
+        m[b.k], push = minv_tip(T, b, kin[b.k], step[b.k], zc[b.k], forces.get(b.k, [0.0] * 6))
+        if push:
+            zc[b.parent].append(push)
+    udot, alpha = [None] * len(bodies), [None] * len(bodies)
+    for b in bodies:
+        udot[b.k], alpha[b.k] = minv_base(T, b, kin[b.k], step[b.k], m[b.k],
+                                          alpha[b.parent] if not b.root else [0.0] * 6)
+    return udot, alpha
 
 
 # ---- Newton-Euler inverse dynamics --------------------------------------------------------------------

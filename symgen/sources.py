@@ -189,7 +189,8 @@ def model_sources(model, progress=None):
                                 "q": [qo, qo + h.nq], "u": [uo, uo + h.nu], "subhinges": list(h.subhinge_types),
                                 "neutral_q": h.spec.neutral_q(), "armature": list(b.armature) or [0.0] * h.nu}
         qo, uo = qo + h.nq, uo + h.nu
-    header, source, parts = render_model(model, layout, slugs, name)
+    loops, loop_manifest = _loop_specs(model, files, specs)
+    header, source, parts = render_model(model, layout, slugs, name, loops=loops)
     files[f"{name}.h"], files[f"{name}.c"] = header, source
     frames = {"newtonian": {"body": -1, "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}}
     index = {b.name: i for i, b in enumerate(model.bodies)}
@@ -202,10 +203,43 @@ def model_sources(model, progress=None):
                 "bodies": [{"name": b.name, "parent": b.parent, "hinge": b.hinge_name, "mass": b.mass,
                             "com": list(b.com), "inertia": [list(r) for r in b.inertia]} for b in model.bodies],
                 "frames": frames, "hinges": hinges, "hinge_specs": specs,
-                "loops": [{"name": lc.name, "source": lc.source, "target": lc.target, "hinge": lc.hinge_type}
-                          for lc in model.loops], "parts": parts,
+                "loops": loop_manifest, "parts": parts,
                 "warnings": list(model.warnings)}
     return files, manifest
+
+
+def _loop_specs(model, files, hinge_specs):
+    """Per loop constraint: what symgen.loops traces (cut hinge spec, node poses on their bodies turned by
+    the hinge's i2onode / j2pnode parameters, kernel structure) and its manifest entry; the cut hinge's
+    kernels join ``files``."""
+    from .derive import hinge
+    from .model import Pose
+    from .model.load import place_nodes
+
+    frame_of = {b.name: (b.name, Pose()) for b in model.bodies}
+    frame_of.update({f.name: (f.body, f.pose) for f in model.frames})
+    specs, manifest = [], []
+    for lc in model.loops:
+        h = hinge(lc.hinge_type, **lc.hinge_kwargs())
+        f, m = hinge_sources(h)
+        files.update(f)
+        hinge_specs[m["slug"]] = m
+        (A, S), (B, T) = frame_of[lc.source], frame_of[lc.target]
+        S, T = place_nodes(S, T, h.spec.params)
+        st = m["structure"]
+        specs.append({"name": lc.name, "source_body": A, "target_body": B,
+                      "AS_R": [float(x) for x in np.asarray(S.R, float).ravel()], "AS_l": [float(x) for x in S.xyz],
+                      "BT_R": [float(x) for x in np.asarray(T.R, float).ravel()], "BT_l": [float(x) for x in T.xyz],
+                      "slug": m["slug"], "nq": h.nq, "nu": h.nu, "neutral_q": [float(x) for x in h.spec.neutral_q()],
+                      "has_sanitize": h.has_sanitize, "X_const": st["transform"], "H_const": st["coord_map"],
+                      "Hd_const": st["coord_map_dot"], "OC_const": st["ortho_complement"]})
+        manifest.append({"name": lc.name, "source": lc.source, "target": lc.target, "hinge": lc.hinge_type,
+                         "hinge_params": lc.hinge_kwargs(), "slug": m["slug"], "label": h.spec.label(),
+                         "source_body": A, "target_body": B, "nq": h.nq, "nu": h.nu, "n_res": 6 - h.nu,
+                         "neutral_q": [float(x) for x in h.spec.neutral_q()],
+                         "source_pose": specs[-1]["AS_R"] + specs[-1]["AS_l"],
+                         "target_pose": specs[-1]["BT_R"] + specs[-1]["BT_l"]})
+    return specs, manifest
 
 
 def _package_fingerprint() -> str:
@@ -232,6 +266,7 @@ def cached_model_sources(model):
     from .hinges import bind
 
     specs = [bind(b.hinge_type, **b.hinge_kwargs()).key() for b in model.bodies]
+    specs += [bind(lc.hinge_type, **lc.hinge_kwargs()).key() for lc in model.loops]
     text = json.dumps([dataclasses.asdict(model), specs], sort_keys=True, default=str)
     limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}|{soa.AVX2_COPY_MIN_LINES}"  # form choices
               f"|{soa.AVX2_COPY_MAX_LINES}|{soa.SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}")

@@ -15,8 +15,8 @@ Format (keys not listed are errors)::
         pnode: {xyz: [0, 0, 0]}                     # on this body; optional
         frames:                                     # optional named body-fixed frames
           - {name: star_tracker, xyz: [0.5, 0, 1], rpy: [0, 0, 0]}
-    loops:                        # optional cut joints (used by the loop-constraint step)
-      - {name: closure, source: frameA, target: frameB, hinge: BALL}
+    loops:                        # optional cut joints (closed chains): the hinge runs from the source frame
+      - {name: closure, source: frameA, target: frameB, hinge: BALL}   # or hinge: {type: PIN, axis: [0, 0, 1]}
 """
 from __future__ import annotations
 
@@ -191,20 +191,30 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
     raw_loops = data.get("loops", []) or []
     if not isinstance(raw_loops, list):
         raise ctx.err("model", "field 'loops' must be a list")
+    frame_body = {**{b: b for b in bodies}, **{f.name: f.body for f in frames}}
+    loop_names = set()
     for i, lc in enumerate(raw_loops):
         where = f"loops[{i}]"
+        if not isinstance(lc, dict):
+            raise ctx.err(where, f"must be a mapping with name, source, target and hinge, got {lc!r}")
         check_keys(ctx, where, lc, LOOP_KEYS, required=("name", "source", "target", "hinge"))
+        lname = check_name(ctx, where, lc["name"])
+        where = f"loops[{i}] '{lname}'"
+        if lname in loop_names:
+            raise ctx.err(where, "duplicate loop name")
+        loop_names.add(lname)
         for k in ("source", "target"):
-            if not isinstance(lc[k], str) or lc[k] not in frame_names:
-                raise ctx.err(where, f"field '{k}': unknown frame {lc[k]!r}")
-        htype = lc["hinge"].get("type") if isinstance(lc["hinge"], dict) else lc["hinge"]
-        try:
-            from ..hinges import hinge_type
-
-            hinge_type(htype)
-        except ValueError as e:
-            raise ctx.err(where, f"field 'hinge': {e}") from None
-        loops.append(LoopConstraint(check_name(ctx, where, lc["name"]), lc["source"], lc["target"], str(htype).upper()))
+            if not isinstance(lc[k], str) or lc[k] not in frame_body:
+                raise ctx.err(where, f"field '{k}': unknown frame {lc[k]!r} (a body or a body's named frame; "
+                                     f"'newtonian' cannot be a loop node: give a body-fixed frame instead)")
+        if frame_body[lc["source"]] == frame_body[lc["target"]]:
+            raise ctx.err(where, f"source '{lc['source']}' and target '{lc['target']}' are on the same body "
+                                 f"'{frame_body[lc['source']]}': the loop constrains nothing")
+        h = lc["hinge"] if isinstance(lc["hinge"], dict) else {"type": lc["hinge"]}
+        if "armature" in h or "name" in h:
+            raise ctx.err(where, "field 'hinge': a cut joint takes a type and its parameters (no name, no armature)")
+        _, spec, params, _ = _hinge(ctx, where, h, lname)
+        loops.append(LoopConstraint(lname, lc["source"], lc["target"], str(h["type"]).upper(), params))
     return validate_inertias(Model(str(mname), order, frames, loops, gravity, path), model_err(path, "body"),
                              balance_inertia, accept_indefinite_inertia)
 

@@ -98,10 +98,18 @@ class Body:
 
 @dataclass(frozen=True)
 class LoopConstraint:
+    """A cut joint: the hinge ``hinge_type`` (with ``hinge_params``) runs from the ``source`` frame (its
+    oframe); the loop is closed when its pframe coincides with the ``target`` frame (Karana's
+    LoopConstraintCutJoint)."""
     name: str
     source: str
     target: str
     hinge_type: str
+    hinge_params: tuple = ()    # (name, value) pairs for symgen.hinge(...), as Body.hinge_params
+
+    def hinge_kwargs(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else v)
+                for k, v in self.hinge_params}
 
 
 @dataclass

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import fit as _fit
 from . import integrate as _integrate
+from . import loops as _loops
 from ..layout import ModelLayout
 from .f2f import FrameToFrame
 from .hinge_kernels import HingeKernels, load_generated
@@ -97,6 +98,9 @@ class MultibodyModel:
         self._jac1, self._vel1 = getattr(lib, f"sg_{nm}_frame_jacobian"), getattr(lib, f"sg_{nm}_frame_velocity")
         self._shape_J, self._shape_M = (6, self.nu), (self.nu, self.nu)
         self._shape_poses = (len(self.frame_names), 4, 4)
+        #: closed chains: the loop constraints (cut joints), in the manifest's order
+        self.loops = tuple(_loops.LoopConstraint(self, i, info) for i, info in enumerate(manifest.get("loops", [])))
+        self.loop_names = tuple(c.name for c in self.loops)
 
     @property
     def gravity(self) -> np.ndarray:
@@ -431,10 +435,23 @@ class MultibodyModel:
             self._check_status(status, kernel)
         return out if out is not None else self._out(single, res)
 
-    def forward_dynamics(self, q, u, T, f_ext=None, gravity=None, out=None) -> np.ndarray:
+    def forward_dynamics(self, q, u, T, f_ext=None, gravity=None, out=None, baumgarte=None,
+                         tree: bool = False) -> np.ndarray:
         """Udot by the ATBI recursion.  ``T``: generalized forces (nU); ``f_ext``: ``{frame: [N; F] in that
         frame}`` or an array of body-frame wrenches ``(nb, 6)``; ``gravity`` overrides the model's;
-        ``out``: a preallocated float64 array of the result's shape, filled and returned."""
+        ``out``: a preallocated float64 array of the result's shape, filled and returned.
+
+        A model with loop constraints runs the tree-augmented (TA) method (free ATBI accelerations, the
+        compliance of the constraints from O(n) passes on the same factorization, multipliers by a
+        rank-revealing solve, an O(n) correction; :mod:`symgen.loops`), one C call per state;
+        ``baumgarte=(omega_n, zeta)`` adds Baumgarte stabilization, ``e'' + 2 zeta omega_n e' + omega_n^2 e
+        = 0`` for the constrained errors e.  ``tree=True`` ignores the loops (the cut tree's dynamics)."""
+        if self.loops and not tree:
+            udot = _loops.ta_forward_dynamics(self, q, u, T, f_ext, gravity, baumgarte)["udot"]
+            if out is not None:
+                self._out_buffer(out, udot.shape, "forward_dynamics")[...] = udot
+                return out
+            return udot
         # one state without external forces (C-contiguous float64 vectors): no copies, one C call
         # (sg_<name>_forward_dynamics_single assembles p on the C stack); allocates only the output (none with
         # out=) and cffi's pointer objects.  Anything else takes the general path, which converts and checks.
@@ -458,8 +475,16 @@ class MultibodyModel:
                 return out
         return self._dynamics("forward_dynamics", q, u, T, f_ext, gravity, out)
 
-    def inverse_dynamics(self, q, u, udot, f_ext=None, gravity=None, out=None) -> np.ndarray:
-        """T by Newton-Euler (gravity included).  ``out`` as in :meth:`forward_dynamics`."""
+    def inverse_dynamics(self, q, u, udot, f_ext=None, gravity=None, out=None, actuated=None,
+                         tree: bool = False) -> np.ndarray:
+        """T by Newton-Euler (gravity included).  ``out`` as in :meth:`forward_dynamics`.
+
+        On a model with loops, without ``actuated`` this is the cut tree's T (the loops carry no force).
+        ``actuated=[hinge, ...]`` solves the closed chain instead: given a motion consistent with the loops,
+        returns ``(T, {loop: lambda})`` with T nonzero only on the actuated hinges, the least-squares (and
+        minimum-norm where redundant) solution of ``ID_tree = S T_a + G_c^T lambda``."""
+        if actuated is not None:
+            return _loops.closed_inverse_dynamics(self, q, u, udot, actuated, f_ext=f_ext, gravity=gravity)
         if f_ext is None:                           # one state: as forward_dynamics
             fb, dbl, su = self._fb, self._dbl, self._shape_u
             try:
@@ -527,9 +552,55 @@ class MultibodyModel:
         res = {f: blk[:, B[f]:B[f] + r * c].reshape(m, r, c) for f, (r, c) in shapes.items()}
         return {k2: self._out(single, v) for k2, v in res.items()}
 
+    # ---- closed chains (symgen.runtime.loops)
+    def loop(self, name: str) -> "_loops.LoopConstraint":
+        """The loop constraint (cut joint) named ``name``."""
+        for c in self.loops:
+            if c.name == name:
+                return c
+        raise KeyError(f"{self.name}: no loop named {name!r} (loops: {', '.join(self.loop_names) or 'none'})")
+
+    def ta_forward_dynamics(self, q, u, T, f_ext=None, gravity=None, baumgarte=None) -> dict:
+        return _loops.ta_forward_dynamics(self, q, u, T, f_ext=f_ext, gravity=gravity, baumgarte=baumgarte)
+
+    ta_forward_dynamics.__doc__ = _loops.ta_forward_dynamics.__doc__
+
+    def constraint_forces(self, q, u, T, f_ext=None, gravity=None, baumgarte=None) -> dict:
+        """The multipliers of every loop after TA forward dynamics, ``{loop: lambda}`` (n_residuals each):
+        the constrained components of the constraint force on the target node, in the target frame
+        (``f_T = OC lambda``; the source node gets ``-f_T``).  Redundant rows get 0."""
+        lam = _loops.ta_forward_dynamics(self, q, u, T, f_ext, gravity, baumgarte)["lambda"]
+        return {c.name: lam[..., c.rows] for c in self.loops}
+
+    def interbody_forces(self, q, u, T, f_ext=None, gravity=None, baumgarte=None, T_cut=None) -> dict:
+        """Karana's ``getInterBodyForceTAFwdDyn``: per loop the spatial constraint force ``[N; F]`` (6, target
+        frame, at its origin) with the sign of a force acting on the target node, including the cut joint's
+        own generalized forces ``T_cut`` ({loop: T}, applied through :meth:`LoopConstraint.sp_external_force_from_t`)."""
+        fx = None
+        if T_cut:
+            fx = sum(self.loop(k).sp_external_force_from_t(v, q=q, as_f_ext=True) for k, v in T_cut.items())
+            fx = fx + (self._fext(1, f_ext)[0] if f_ext is not None else 0.0)
+        res = _loops.ta_forward_dynamics(self, q, u, T, fx if fx is not None else f_ext, gravity, baumgarte)
+        out = {c.name: res["f_target"][..., c.index, :] for c in self.loops}
+        for k, v in (T_cut or {}).items():
+            out[k] = out[k] + self.loop(k).sp_external_force_from_t(v, q=q)[1]
+        return out
+
+    def constraint_jacobian(self, q, u=None):
+        return _loops.constraint_jacobian(self, q, u)
+
+    constraint_jacobian.__doc__ = _loops.constraint_jacobian.__doc__
+
+    def project(self, q, u=None, fixed=None, tol: float = 1e-12, max_iter: int = 50):
+        return _loops.project(self, q, u, fixed=fixed, tol=tol, max_iter=max_iter)
+
+    project.__doc__ = _loops.project.__doc__
+
     # ---- the other rooms: integration, fitting (thin delegations; the docstrings are the rooms')
-    def simulate(self, q0, u0, t_span, dt: float, T=None, f_ext=None, gravity=None):
-        return _integrate.simulate(self, q0, u0, t_span, dt, T=T, f_ext=f_ext, gravity=gravity)
+    def simulate(self, q0, u0, t_span, dt: float, T=None, f_ext=None, gravity=None, baumgarte=None,
+                 project: bool = False):
+        return _integrate.simulate(self, q0, u0, t_span, dt, T=T, f_ext=f_ext, gravity=gravity,
+                                   baumgarte=baumgarte, project=project)
 
     simulate.__doc__ = _integrate.simulate.__doc__
 
