@@ -27,7 +27,8 @@ __all__ = ["__version__", "build", *_LAZY]
 
 
 def build(path, floating_base: bool = False, out=None, progress=None, **options):
-    """Load a YAML/JSON/URDF model, generate and compile its C (through the cache) and return the loaded
+    """Load a YAML/JSON/URDF model (or take a :class:`symgen.model.Model`, e.g. from
+    :func:`symgen.model.to_physical_hinge`), generate and compile its C (through the cache) and return the loaded
     :class:`symgen.runtime.MultibodyModel`.  With ``out``, also write ``out/<model>/`` as a package.
 
     ``armature={hinge: value}`` (a number, or one per hinge U) adds rotor inertia to the hinge's D, M and

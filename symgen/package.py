@@ -95,8 +95,12 @@ def build(path, floating_base: bool = False, out=None, progress=None, *, armatur
           balance_inertia: bool = False, accept_indefinite_inertia: bool = False):
     """What :func:`symgen.build` runs (its docstring documents every option): read the model file with
     :func:`symgen.model.load_model`, then :func:`build_model`."""
-    from .model import load_model
+    from .model import Model, load_model
 
+    if isinstance(path, Model):
+        if floating_base or armature or lock or balance_inertia or accept_indefinite_inertia:
+            raise ValueError("symgen.build: a Model object is built as it is; loading options apply to files")
+        return build_model(path, out=out, progress=progress)
     model = load_model(path, floating_base=floating_base, armature=armature, lock=lock,
                        balance_inertia=balance_inertia, accept_indefinite_inertia=accept_indefinite_inertia)
     return build_model(model, out=out, progress=progress)

@@ -253,3 +253,63 @@ def test_loop_model_errors(tmp_path):
     p.write_text(yaml.safe_dump(doc))
     with pytest.raises(symgen.model.ModelError, match="same body"):
         symgen.build(p)
+
+
+PLATFORM = """
+name: platform_loop
+gravity: [0, 0, -9.81]
+bodies:
+  - {name: b0, parent: newtonian, mass: 1.0, com: [0.2, 0, 0], inertia: [0.01, 0.02, 0.02, 0, 0, 0],
+     hinge: {type: PIN, name: h0, axis: [0, 0, 1]}}
+  - {name: b1, parent: b0, mass: 0.8, com: [0.15, 0.02, 0], inertia: [0.01, 0.015, 0.02, 0, 0, 0],
+     hinge: {type: PIN, name: h1, axis: [0, 1, 0]}, onode: {xyz: [0.4, 0, 0]},
+     frames: [{name: tip, xyz: [0.3, 0.05, 0], rpy: [0.2, 0, 0.1]}]}
+  - {name: plat, parent: newtonian, mass: 2.0, com: [0.05, 0, 0.1], inertia: [0.05, 0.04, 0.03, 0, 0, 0],
+     hinge: {type: FULL6DOF, name: free}, frames: [{name: socket, xyz: [0.1, 0.0, -0.05]}]}
+loops:
+  - {name: ball, source: tip, target: socket, hinge: BALL}
+"""
+
+
+def test_to_physical_hinge_keeps_the_motion(tmp_path):
+    """A floating platform hung on an arm by a BALL cut moves as the tree where the cut is a real BALL hinge
+    (Karana's toPhysicalHinge): same accelerations of the arm's hinges at corresponding states."""
+    from symgen.model import ModelError, load_model, to_physical_hinge
+
+    p = tmp_path / "platform_loop.yaml"
+    p.write_text(PLATFORM)
+    model = load_model(p)
+    with pytest.raises(ModelError, match="base body"):
+        to_physical_hinge(model, "ball", reverse=True)          # the arm's tip body is not a base body
+    closed = symgen.build(model)
+    tree_model = to_physical_hinge(model, "ball")
+    assert not tree_model.loops and tree_model.body("plat").parent == "b1"
+    tree = symgen.build(tree_model)
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        qt = tree.sanitize(rng.uniform(-1, 1, tree.nq))
+        ut = rng.normal(size=tree.nu)
+        # the closed model's state: the arm's hinges as in the tree, the platform where the tree puts it
+        q, u = np.zeros(closed.nq), np.zeros(closed.nu)
+        for h in ("h0", "h1"):
+            q[closed.q_slice(h)], u[closed.u_slice(h)] = qt[tree.q_slice(h)], ut[tree.u_slice(h)]
+        X = tree.frame_pose(qt, "plat")
+        from symgen.runtime.numeric import np_matrix_to_quat
+
+        q[closed.q_slice("free")] = np.concatenate([X[:3, 3], np_matrix_to_quat(X[:3, :3])])
+        q, u = closed.project(q, u, fixed=["h0", "h1"])
+        c = closed.loop("ball")
+        assert np.max(np.abs(c.pose_error(q))) < 1e-12
+        T = rng.normal(size=closed.nu)
+        Tt = np.zeros(tree.nu)
+        for h in ("h0", "h1"):
+            Tt[tree.u_slice(h)] = T[closed.u_slice(h)]
+        T[closed.u_slice("free")] = 0.0
+        udot = closed.forward_dynamics(q, u, T)
+        qt[tree.q_slice("ball")], ut = c.cut_q(q), np.zeros(tree.nu)
+        for h in ("h0", "h1"):
+            ut[tree.u_slice(h)] = u[closed.u_slice(h)]
+        ut[tree.u_slice("ball")] = c.residuals(q, u)["u"]
+        udot_t = tree.forward_dynamics(qt, ut, Tt)
+        for h in ("h0", "h1"):
+            assert np.allclose(udot[closed.u_slice(h)], udot_t[tree.u_slice(h)], rtol=0, atol=1e-9 * max(1.0, np.max(np.abs(udot_t))))

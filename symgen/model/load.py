@@ -340,3 +340,36 @@ def add_floating_base(model: Model) -> Model:
             b = dataclasses.replace(b, hinge_type="FULL6DOF", hinge_params=(), armature=())
         out.append(b)
     return Model(model.name, out, model.frames, model.loops, model.gravity, model.source, model.warnings)
+
+
+def to_physical_hinge(model: Model, loop: str, reverse: bool = False) -> Model:
+    """Replace the cut joint of ``loop`` by a real hinge of the same type (Karana's
+    ``LoopConstraintCutJoint::toPhysicalHinge``): the target frame's body becomes the child of the source
+    frame's body (``reverse=True``: the converse), with the onode at the parent's frame and the pnode at the
+    child's.  Allowed only when the new child is a base body (parent ``newtonian``) with a 6-dof hinge, so
+    the tree stays a tree; the loop is removed.  The new hinge is named after the loop."""
+    from .. import hinges as H
+
+    loops = {lc.name: lc for lc in model.loops}
+    if loop not in loops:
+        raise ModelError(f"{model.source or model.name}: no loop named {loop!r} (loops: {', '.join(loops) or 'none'})")
+    lc = loops[loop]
+    frame_of = {b.name: (b.name, Pose()) for b in model.bodies}
+    frame_of.update({f.name: (f.body, f.pose) for f in model.frames})
+    (pb, on), (cb, pn) = frame_of[lc.source], frame_of[lc.target]
+    if reverse:
+        (pb, on), (cb, pn) = (cb, pn), (pb, on)
+    child = model.body(cb)
+    where = f"{model.source or model.name}: loop '{loop}'"
+    if child.parent != NEWTONIAN or H.bind(child.hinge_type, **child.hinge_kwargs()).nu != 6:
+        raise ModelError(f"{where}: to_physical_hinge needs the new child body '{cb}' to be a base body (parent "
+                         f"'{NEWTONIAN}') with a 6-dof hinge; it has parent '{child.parent}' and hinge "
+                         f"{child.hinge_type}")
+    spec = H.bind(lc.hinge_type, **lc.hinge_kwargs())
+    on, pn = place_nodes(on, pn, spec.params)
+    new = dataclasses.replace(child, parent=pb, hinge_name=loop, hinge_type=lc.hinge_type,
+                              hinge_params=lc.hinge_params, onode=on, pnode=pn, armature=())
+    bodies = {b.name: (new if b.name == cb else b) for b in model.bodies}
+    order = _topological(Ctx(model.source), bodies)
+    return Model(model.name, order, model.frames, [x for x in model.loops if x.name != loop], model.gravity,
+                 model.source, list(model.warnings))
