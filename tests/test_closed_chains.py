@@ -243,6 +243,12 @@ def test_loop_errors_are_batched_and_shaped(fourbar):
     assert c.pose_error(Q).shape == (2, 6) and c.vel_error(Q, U).shape == (2, 6)
     assert np.allclose(c.pose_error(Q)[1], c.pose_error(q + 0.1), atol=1e-15)
     assert fourbar.forward_dynamics(Q, U, np.zeros((2, 3))).shape == (2, 3)
+    # the one-state fast path (p assembled in C) gives the batch's numbers, with and without Baumgarte
+    T = np.array([0.3, -0.1, 0.2])
+    for bg in (None, (10.0, 0.7)):
+        one = fourbar.forward_dynamics(q + 0.01, u, T, baumgarte=bg)
+        assert np.array_equal(one, fourbar.forward_dynamics(np.stack([q + 0.01]), np.stack([u]), np.stack([T]), baumgarte=bg)[0])
+    assert not np.array_equal(fourbar.forward_dynamics(q + 0.01, u, T), fourbar.forward_dynamics(q + 0.01, u, T, baumgarte=(10.0, 0.7)))
     assert set(fourbar.constraint_forces(q, u, np.zeros(3))) == {"closure"}
 
 

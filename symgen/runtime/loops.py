@@ -123,6 +123,17 @@ class _Mod:
         self.lib, self.ffi = mb._lib, mb._ffi
 
 
+def gains(mb, baumgarte) -> np.ndarray:
+    """(omega_n, zeta) checked: finite and >= 0."""
+    try:
+        w, z = (float(x) for x in baumgarte)
+    except (TypeError, ValueError):
+        raise ValueError(f"{mb.name}: baumgarte must be (omega_n, zeta), got {baumgarte!r}") from None
+    if not (np.isfinite(w) and np.isfinite(z)) or w < 0 or z < 0:
+        raise ValueError(f"{mb.name}: baumgarte must be (omega_n, zeta) with both >= 0, got {baumgarte!r}")
+    return np.array([w, z])
+
+
 def ta_forward_dynamics(mb, q, u, T, f_ext=None, gravity=None, baumgarte=None) -> dict:
     """Tree-augmented forward dynamics (the C ``sg_<m>_ta_forward_dynamics``).  Returns ``udot``, ``lambda``
     (stacked, n_c), ``f_target`` ((n_loops, 6)) and ``rank`` (of the compliance, per state)."""
@@ -132,10 +143,7 @@ def ta_forward_dynamics(mb, q, u, T, f_ext=None, gravity=None, baumgarte=None) -
     P = np.zeros((n, L.ta_params.size))
     P[:, :L.params.size] = mb._p(n, Tm, f_ext, gravity)
     if baumgarte is not None:
-        w, z = (float(x) for x in baumgarte)
-        if not (np.isfinite(w) and np.isfinite(z)) or w < 0 or z < 0:
-            raise ValueError(f"{mb.name}: baumgarte must be (omega_n, zeta) with both >= 0, got {baumgarte!r}")
-        P[:, L.ta_params.span("gains")] = (w, z)
+        P[:, L.ta_params.span("gains")] = gains(mb, baumgarte)
     out = np.empty((n, L.ta_out.size))
     status = getattr(mb._lib, f"sg_{mb.name}_ta_forward_dynamics_batch")(
         n, mb._buf(Q), mb._buf(U), mb._buf(P), mb._ffi.from_buffer("double[]", out, require_writable=True))

@@ -101,6 +101,7 @@ class MultibodyModel:
         #: closed chains: the loop constraints (cut joints), in the manifest's order
         self.loops = tuple(_loops.LoopConstraint(self, i, info) for i, info in enumerate(manifest.get("loops", [])))
         self.loop_names = tuple(c.name for c in self.loops)
+        self._ta1 = getattr(lib, f"sg_{nm}_ta_forward_dynamics_single") if self.loops else None
 
     @property
     def gravity(self) -> np.ndarray:
@@ -447,6 +448,23 @@ class MultibodyModel:
         ``baumgarte=(omega_n, zeta)`` adds Baumgarte stabilization, ``e'' + 2 zeta omega_n e' + omega_n^2 e
         = 0`` for the constrained errors e.  ``tree=True`` ignores the loops (the cut tree's dynamics)."""
         if self.loops and not tree:
+            if f_ext is None:                       # one state: as below, one C call
+                fb, dbl, su = self._fb, self._dbl, self._shape_u
+                try:
+                    ok = q.dtype is _F64 is u.dtype is T.dtype and q.shape == self._shape_q and u.shape == su == T.shape
+                    if ok:
+                        pq, pu, pt = fb(dbl, q), fb(dbl, u), fb(dbl, T)
+                except (AttributeError, ValueError):
+                    ok = False
+                if ok:
+                    g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
+                    k = self._ffi.NULL if baumgarte is None else fb(dbl, _loops.gains(self, baumgarte))
+                    res = _empty(su) if out is None else out
+                    status = self._ta1(pq, pu, g, pt, k, fb(dbl, res) if out is None else
+                                       self._outp(out, su, "forward_dynamics"))
+                    if status:
+                        self._check_status(status, "forward_dynamics")
+                    return res
             udot = _loops.ta_forward_dynamics(self, q, u, T, f_ext, gravity, baumgarte)["udot"]
             if out is not None:
                 self._out_buffer(out, udot.shape, "forward_dynamics")[...] = udot
