@@ -106,7 +106,7 @@ def test_loop_form_agrees_with_straight_line(model):
         q = mb.sanitize(rng.uniform(-2, 2, mb.nq)) if mb.nq else np.zeros(0)
         u, T, udot = rng.normal(size=mb.nu), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
         f = rng.normal(size=(mb.nb, 6))
-        assert _rel(lf.forward_dynamics(q, u, T, f), mb.forward_dynamics(q, u, T, f_ext=f)) < TOL
+        assert _rel(lf.forward_dynamics(q, u, T, f), mb.forward_dynamics(q, u, T, f_ext=f, tree=True)) < TOL
         assert _rel(lf.inverse_dynamics(q, u, udot, f), mb.inverse_dynamics(q, u, udot, f_ext=f)) < TOL
         assert _rel(lf.mass_matrix(q), mb.mass_matrix(q)) < TOL
 
