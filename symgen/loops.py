@@ -177,6 +177,7 @@ class CutFrame:
 
     def __init__(self, T, L: LoopInfo, X, model: str, fit: bool):
         self.L, self.T = L, T
+        self._fits = 0              # least-squares fits emitted so far (their C arrays are numbered)
         n, r, i = L.nu, L.n_res, L.i
         if fit and n:
             T.effect((f"double Xst{i}[12], qh{i}[{max(L.nq, 1)}];  /* loop '{L.name}': X_ST; the cut joint's Q */",))
@@ -236,7 +237,7 @@ class CutFrame:
         T, n = self.T, self.L.nu
         if not n:
             return []
-        self._fits = getattr(self, "_fits", 0) + 1
+        self._fits += 1
         i = f"{self.L.i}_{self._fits}"
         if not self.fitted and all(isinstance(x, float) for h in self.Hhat for x in h):
             import numpy as np
@@ -250,6 +251,16 @@ class CutFrame:
             T.store(f"{name}{i}_v[{a}]", v_E[a])
         T.effect((f"sg_lstsq6({n}, {name}{i}_H, {name}{i}_v, {name}{i});",))
         return [T.input(f"{name}{i}[{c}]") for c in range(n)]
+
+    def pose_error(self, arr, off=0):
+        """[log R_ET; l_ET] (traced): the rotation log is computed in C (``sg_rotation_log``) into
+        ``arr[off:off + 3]`` (a C array the caller owns) and read back from there."""
+        T, i = self.T, self.L.i
+        T.effect((f"double Ret{i}[9];",))
+        for j, x in enumerate(self.R_ET):
+            T.store(f"Ret{i}[{j}]", x)
+        T.effect((f"sg_rotation_log(Ret{i}, {arr} + {off});",))
+        return [T.input(f"{arr}[{off + a}]") for a in range(3)] + self.l_ET
 
     def unexplained(self, v_E):
         """v_E - Hhat Hhat^+ v_E: what the cut joint's best-fit motion leaves of an E-axes vector (its
@@ -282,11 +293,12 @@ class CutFrame:
 # ---- the traced functions -----------------------------------------------------------------------------
 
 def _alpha_pass(T, bodies, kin, udot):
-    """alpha = phi^T alpha_parent + H Udot + a, base to tip, with no gravity (relative accelerations)."""
+    """alpha base to tip (:func:`symgen.soa.rnea_base`; its forces are dead code and dropped) with no
+    gravity: the loops need relative accelerations only."""
     alpha = [None] * len(bodies)
     for b in bodies:
-        ap = phiT(T, kin[b.k]["R"], kin[b.k]["l"], alpha[b.parent] if not b.root else [0.0] * 6)
-        alpha[b.k] = soa._colsum(T, kin[b.k]["H"], udot[b.u0:b.u0 + b.nu], [T.add(x, y) for x, y in zip(ap, kin[b.k]["a"])])
+        alpha[b.k], _ = soa.rnea_base(T, b, kin[b.k], alpha[b.parent] if not b.root else [0.0] * 6,
+                                      udot[b.u0:b.u0 + b.nu], [0.0] * 6)
     return alpha
 
 
@@ -306,11 +318,7 @@ def loop_errors(T, bodies, loops, nu, io, model, layout):
         W, XV = relative_velocity(T, X, L, V)
         Wdot = relative_acceleration(T, X, L, alpha, W, XV)
         cf = CutFrame(T, L, X, model, fit=True)
-        T.effect((f"double Ret{L.i}[9];",))
-        for j, x in enumerate(cf.R_ET):
-            T.store(f"Ret{L.i}[{j}]", x)
-        T.effect((f"sg_rotation_log(Ret{L.i}, out + {o + R['pose']});",))
-        pose = [T.input(f"out[{o + R['pose'] + a}]") for a in range(3)] + cf.l_ET
+        pose = cf.pose_error("out", o + R["pose"])
         for a in range(3):
             T.store(f"out[{o + R['pose'] + 3 + a}]", cf.l_ET[a])
         WE = cf.to_E(W)
@@ -356,13 +364,9 @@ def loop_stab(T, bodies, loops, nu, io, model, layout):
         X = relative_pose(T, bodies, kin, L)
         W, _ = relative_velocity(T, X, L, V)
         cf = CutFrame(T, L, X, model, fit=True)
-        T.effect((f"double Ret{L.i}[9], rho{L.i}[3];",))
-        for j, x in enumerate(cf.R_ET):
-            T.store(f"Ret{L.i}[{j}]", x)
-        T.effect((f"sg_rotation_log(Ret{L.i}, rho{L.i});",))
-        pose = [T.input(f"rho{L.i}[{a}]") for a in range(3)] + cf.l_ET
-        WE = cf.to_E(W)
-        vel = _sub(T, WE, soa._colsum(T, cf.Hhat, cf.fit_u(WE, "uh")))
+        T.effect((f"double rho{L.i}[3];",))
+        pose = cf.pose_error(f"rho{L.i}")
+        vel = cf.unexplained(cf.to_E(W))
         for e, ed in zip(cf.constrained(pose), cf.constrained(vel)):
             T.store(f"out[{row}]", T.dot([(-1.0, T.mul(kp, e)), (-1.0, T.mul(kd, ed))]))
             row += 1
@@ -466,11 +470,7 @@ def loop_jacobian(T, bodies, loops, nu, io, model, layout):
             T.store(f"out[{nc * nu + row + r}]", x)
         for j in range(nu):
             unit = [1.0 if i == j else 0.0 for i in range(nu)]
-            Vj = [None] * len(bodies)
-            for b in bodies:
-                Vp = Vj[b.parent] if not b.root else [0.0] * 6
-                Vj[b.k] = soa._colsum(T, kin[b.k]["H"], unit[b.u0:b.u0 + b.nu], phiT(T, kin[b.k]["R"], kin[b.k]["l"], Vp))
-            Wj, _ = relative_velocity(T, X, L, Vj)
+            Wj, _ = relative_velocity(T, X, L, [k["V"] for k in soa.velocities(T, bodies, unit)])
             for r, x in enumerate(cf.constrained(cf.unexplained(cf.to_E(Wj)))):
                 T.store(f"out[{(row + r) * nu + j}]", x)
         row += L.n_res

@@ -447,32 +447,14 @@ class MultibodyModel:
         rank-revealing solve, an O(n) correction; :mod:`symgen.loops`), one C call per state;
         ``baumgarte=(omega_n, zeta)`` adds Baumgarte stabilization, ``e'' + 2 zeta omega_n e' + omega_n^2 e
         = 0`` for the constrained errors e.  ``tree=True`` ignores the loops (the cut tree's dynamics)."""
-        if self.loops and not tree:
-            if f_ext is None:                       # one state: as below, one C call
-                fb, dbl, su = self._fb, self._dbl, self._shape_u
-                try:
-                    ok = q.dtype is _F64 is u.dtype is T.dtype and q.shape == self._shape_q and u.shape == su == T.shape
-                    if ok:
-                        pq, pu, pt = fb(dbl, q), fb(dbl, u), fb(dbl, T)
-                except (AttributeError, ValueError):
-                    ok = False
-                if ok:
-                    g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
-                    k = self._ffi.NULL if baumgarte is None else fb(dbl, _loops.gains(self, baumgarte))
-                    res = _empty(su) if out is None else out
-                    status = self._ta1(pq, pu, g, pt, k, fb(dbl, res) if out is None else
-                                       self._outp(out, su, "forward_dynamics"))
-                    if status:
-                        self._check_status(status, "forward_dynamics")
-                    return res
-            udot = _loops.ta_forward_dynamics(self, q, u, T, f_ext, gravity, baumgarte)["udot"]
-            if out is not None:
-                self._out_buffer(out, udot.shape, "forward_dynamics")[...] = udot
-                return out
-            return udot
+        loops = bool(self.loops) and not tree
+        if baumgarte is not None and not loops:
+            raise ValueError(f"{self.name}: baumgarte= stabilizes loop constraints; this call has none"
+                             + (" (tree=True)" if self.loops else ""))
         # one state without external forces (C-contiguous float64 vectors): no copies, one C call
-        # (sg_<name>_forward_dynamics_single assembles p on the C stack); allocates only the output (none with
-        # out=) and cffi's pointer objects.  Anything else takes the general path, which converts and checks.
+        # (sg_<name>_forward_dynamics_single, or _ta_forward_dynamics_single with loops, assembles p on the C
+        # stack); allocates only the output (none with out=) and cffi's pointer objects.  Anything else takes
+        # the general path, which converts and checks.
         if f_ext is None:
             fb, dbl, su = self._fb, self._dbl, self._shape_u
             try:
@@ -485,12 +467,23 @@ class MultibodyModel:
                 g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
                 if out is None:
                     out = _empty(su)
-                    status = self._fd1(pq, pu, g, pt, fb(dbl, out))
+                    po = fb(dbl, out)
                 else:
-                    status = self._fd1(pq, pu, g, pt, self._outp(out, su, "forward_dynamics"))
+                    po = self._outp(out, su, "forward_dynamics")
+                if loops:
+                    k = self._ffi.NULL if baumgarte is None else fb(dbl, _loops.gains(self, baumgarte))
+                    status = self._ta1(pq, pu, g, pt, k, po)
+                else:
+                    status = self._fd1(pq, pu, g, pt, po)
                 if status:
                     self._check_status(status, "forward_dynamics")
                 return out
+        if loops:
+            udot = _loops.ta_forward_dynamics(self, q, u, T, f_ext, gravity, baumgarte)["udot"]
+            if out is not None:
+                self._out_buffer(out, udot.shape, "forward_dynamics")[...] = udot
+                return out
+            return udot
         return self._dynamics("forward_dynamics", q, u, T, f_ext, gravity, out)
 
     def inverse_dynamics(self, q, u, udot, f_ext=None, gravity=None, out=None, actuated=None,
