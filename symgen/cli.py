@@ -1,7 +1,9 @@
-"""``python -m symgen``: hinges | show | build.
+"""``python -m symgen``: the command line (build | info | show | hinges | bench).
 
-Errors in user input (unknown hinge, bad parameter, missing file) print one line
-``symgen: error: ...`` and exit with status 2.
+Exit status: 0 success; 1 the model or the build failed (missing or malformed model file, bad model content,
+a compile error, an internal error); 2 usage (bad arguments, unknown hinge type or kernel).  Every error is one
+paragraph on stderr starting ``symgen: error:`` that says what to fix; ``--verbose`` adds the traceback of an
+internal error.  Progress goes to stderr (``--quiet`` silences it), results to stdout.
 """
 from __future__ import annotations
 
@@ -11,6 +13,75 @@ import time
 from pathlib import Path
 
 DEFAULT_OUT = Path("generated")
+STAGE_ORDER = ("load", "derive", "emit", "render", "compile", "install")
+
+
+class UsageError(ValueError):
+    """Bad command-line arguments (exit status 2)."""
+
+
+class UI:
+    """Where the command line writes: progress and warnings on stderr (``--quiet`` keeps warnings only),
+    per-item detail with ``--verbose``, results on stdout; progress bars from tqdm when it is installed
+    and stderr is a terminal."""
+
+    def __init__(self, quiet: bool = False, verbose: bool = False):
+        self.quiet, self.verbose = quiet, verbose and not quiet
+
+    def out(self, text: str = "") -> None:
+        print(text, flush=True)
+
+    def progress(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    def detail(self, text: str) -> None:
+        if self.verbose:
+            print(text, file=sys.stderr, flush=True)
+
+    def warn(self, text: str) -> None:
+        print(f"warning: {text}", file=sys.stderr, flush=True)
+
+    def report(self):
+        """A symgen.progress.BuildReport that prints each step with --verbose and shows bars on a terminal."""
+        from .progress import BuildReport
+
+        def on_step(stage, label, seconds, hit):
+            self.detail(f"  {stage:<8} {label:<44} {seconds:7.2f} s{'  (cache hit)' if hit else ''}")
+        return BuildReport(on_step=on_step, make_bar=self._bar)
+
+    def _bar(self, stage, total, label):
+        if self.quiet or not sys.stderr.isatty():
+            return None
+        try:
+            from tqdm import tqdm
+        except ImportError:  # optional: pip install "symgen[progress]"
+            return None
+        return tqdm(total=total, desc=f"{stage:<9}{label}", unit="step", leave=False, file=sys.stderr)
+
+
+UNITS = {"derive": ("hinge spec", "hinge specs"), "render": ("C file", "C files"),
+         "emit": ("kernel set or model recursion", "kernel sets and model recursions"),
+         "compile": ("module", "modules")}
+
+
+def _stage_line(report, name: str, what: str | None = None) -> str:
+    """One pipeline stage: what it did (``what`` overrides), its cache hits and its exclusive time."""
+    st = report.stages
+    s, src = st[name], st.get("sources")
+    sources_hit = src is not None and src.items and src.hits == src.items
+    secs = s.seconds + (src.seconds if name == "emit" and src is not None else 0.0)
+    if what is None:
+        if name in ("derive", "emit", "render") and sources_hit:
+            what = "cached (model sources)"
+        elif name == "derive" and not s.items:
+            what = "not needed (hinge kernels from cache)"
+        elif not s.items:
+            what = "nothing to do"
+        else:
+            what = f"{s.items} {UNITS.get(name, ('step', 'steps'))[s.items != 1]}" + (
+                ", all from cache" if s.hits == s.items else f", {s.hits} from cache" if s.hits else "")
+    return f"{name:<9} {what:<62} {secs:6.2f} s"
 
 
 def _hinge_from_args(args):
@@ -30,7 +101,7 @@ def _hinge_from_args(args):
     return hinge(args.hinge, **params)
 
 
-def cmd_hinges(args) -> int:
+def cmd_hinges(args, ui) -> int:
     from .hinges import HINGE_TYPE_TABLE, HINGE_TYPES, hinge_table_markdown
 
     if args.markdown:
@@ -53,12 +124,19 @@ def cmd_hinges(args) -> int:
     return 0
 
 
-def cmd_show(args) -> int:
+def cmd_show(args, ui) -> int:
     import sympy as sp
 
     from .derive import KERNELS
 
     h = _hinge_from_args(args)
+    if args.c and args.kernel:
+        from .sources import kernel_c
+
+        for k in args.kernel:
+            text, flops = kernel_c(h, k)
+            print(f"/* {h.spec.label()} {k}: {flops} operations after CSE */\n{text}\n")
+        return 0
     if args.c:
         from .sources import hinge_sources
 
@@ -69,7 +147,7 @@ def cmd_show(args) -> int:
     kernels = args.kernel or list(KERNELS)
     for k in kernels:
         if k not in KERNELS:
-            raise ValueError(f"unknown kernel {k!r} (known: {', '.join(KERNELS)})")
+            raise UsageError(f"unknown kernel {k!r} (known: {', '.join(KERNELS)})")
     print(f"# {h.spec.label()}: nQ = {h.nq}, nU = {h.nu}, subhinges {' -> '.join(h.subhinge_types)}")
     print(f"# Q = {list(h.q)}, U = {list(h.u)}; c_k(s) are Stumpff functions (see symgen.spatial)")
     for k in kernels:
@@ -82,19 +160,19 @@ def cmd_show(args) -> int:
     return 0
 
 
-def _build_hinges(out: Path) -> int:
+def _build_hinges(out: Path, ui) -> int:
     """Generate and compile the C kernel library of every hinge type into OUT/hinges/, and write the
     equations as a readable document next to it."""
     from .sources import build_hinge_library
 
     t0 = time.perf_counter()
-    _write_equations(out)
-    build_hinge_library(out / "hinges", progress=lambda s: print(s, flush=True))
-    print(f"total {time.perf_counter() - t0:.2f} s")
+    _write_equations(out, ui)
+    build_hinge_library(out / "hinges", progress=ui.progress)
+    ui.out(f"built the hinge library -> {out / 'hinges'} in {time.perf_counter() - t0:.2f} s")
     return 0
 
 
-def _write_equations(out: Path) -> None:
+def _write_equations(out: Path, ui) -> None:
     """Write the derived equations of every hinge type as a readable document (cached by derivation key)."""
     import hashlib
 
@@ -122,7 +200,7 @@ def _write_equations(out: Path) -> None:
         _atomic_write(cached, text)
     path = out / "hinges" / "EQUATIONS.md"
     _atomic_write(path, text)
-    print(f"derived {len(HINGE_TYPES)} hinge types, wrote {path} in {time.perf_counter() - t0:.2f} s", flush=True)
+    ui.progress(f"derived {len(HINGE_TYPES)} hinge types, wrote {path} in {time.perf_counter() - t0:.2f} s")
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -139,31 +217,6 @@ def bundled_example() -> Path:
     return Path(str(resources.files("symgen.examples"))) / "models" / "arm7.urdf"
 
 
-def cmd_build(args) -> int:
-    target = args.target
-    if target == "hinges":
-        return _build_hinges(Path(args.out))
-    path = bundled_example() if target is None else Path(target)
-    if path.suffix.lower() not in (".yaml", ".yml", ".json", ".urdf"):
-        raise ValueError(f"don't know how to build {target!r}: give 'hinges' or a model file "
-                         "(.yaml, .yml, .json, .urdf)")
-    from .model import load_model
-    from .package import build_model
-
-    t0 = time.perf_counter()
-    t = time.perf_counter()
-    model = load_model(path, floating_base=args.floating_base, balance_inertia=args.balance_inertia,
-                       accept_indefinite_inertia=args.accept_indefinite_inertia,
-                       armature=_armature_arg(args.armature), lock=args.lock or None)
-    print(f"load      {path} ({len(model.bodies)} bodies) in {time.perf_counter() - t:.2f} s", flush=True)
-    for w in model.warnings:
-        print(f"warning: {path}: {w}", file=sys.stderr)
-    mb = build_model(model, out=Path(args.out), progress=lambda s: print(s, flush=True))
-    print(f"built     {mb.name}: nQ = {mb.nq}, nU = {mb.nu}, {mb.nb} bodies, {len(mb.frame_names)} frames -> "
-          f"{Path(args.out) / mb.name} (import {Path(args.out).name}.{mb.name}) in {time.perf_counter() - t0:.2f} s")
-    return 0
-
-
 def _armature_arg(items):
     """``["HINGE=VALUE", ...]`` -> ``{hinge: value}`` (a value may be a comma list, one per hinge U)."""
     out = {}
@@ -174,24 +227,261 @@ def _armature_arg(items):
         except ValueError:
             vals = None
         if not sep or not name or not vals:
-            raise ValueError(f"--armature {item!r}: expected HINGE=VALUE (or HINGE=V1,V2,... one per U)")
+            raise UsageError(f"--armature {item!r}: expected HINGE=VALUE (or HINGE=V1,V2,... one per U)")
         out[name] = vals[0] if len(vals) == 1 else vals
     return out or None
 
 
+
+
+def _model_path(target) -> Path:
+    path = bundled_example() if target is None else Path(target)
+    if path.suffix.lower() not in (".yaml", ".yml", ".json", ".urdf"):
+        raise UsageError(f"don't know how to build {str(target)!r}: give a model file (.yaml, .yml, .json or "
+                         ".urdf), or 'hinges' for the hinge kernel library")
+    return path
+
+
+def _load(args, ui):
+    """Read the model file named by ``args.target`` (with the loading options), timing it."""
+    from .model import load_model
+
+    path = _model_path(args.target)
+    t = time.perf_counter()
+    model = load_model(path, floating_base=args.floating_base, balance_inertia=args.balance_inertia,
+                       accept_indefinite_inertia=args.accept_indefinite_inertia,
+                       armature=_armature_arg(args.armature), lock=args.lock or None)
+    for w in model.warnings:
+        ui.warn(f"{path}: {w}")
+    return path, model, time.perf_counter() - t
+
+
+def cmd_build(args, ui) -> int:
+    if args.target == "hinges":
+        return _build_hinges(Path(args.out), ui)
+    from .package import build_model
+    from .progress import listening, step
+    from .sources import model_identifier
+
+    t0 = time.perf_counter()
+    report = ui.report()
+    out = Path(args.out)
+
+    def stage_done(text: str) -> None:
+        """symgen.package's progress messages mark where its stages end: print ours from the report."""
+        word = text.split(maxsplit=1)[0] if text.strip() else ""
+        if word == "generate":
+            for name in ("derive", "emit", "render"):
+                ui.progress(_stage_line(report, name))
+        elif word == "compile":
+            c = report.stages["compile"]
+            ui.progress(_stage_line(report, "compile", f"{model.name}: {text.split()[1]}"
+                                    + (" (cache hit)" if c.hits == c.items else "")))
+        elif word == "install":
+            ui.progress(_stage_line(report, "install", str(out / model_name)))
+        elif word == "warning":
+            ui.warn(text.split(maxsplit=1)[1])
+
+    with listening(report):
+        with step("load", str(args.target or "bundled example")):
+            path, model, _ = _load(args, ui)
+        loops = f", {len(model.loops)} loops" if model.loops else ""
+        ui.progress(_stage_line(report, "load", f"{path.name}: {len(model.bodies)} bodies, "
+                                                f"{len(model.frames)} extra frames{loops}"))
+        model_name = model_identifier(model.name)
+        mb = build_model(model, out=out, progress=stage_done)
+    ui.out(f"built {mb.name}: nQ = {mb.nq}, nU = {mb.nu}, {mb.nb} bodies, {len(mb.frame_names)} frames{loops} "
+           f"-> {out / mb.name} (import {out.name}.{mb.name}) in {time.perf_counter() - t0:.2f} s")
+    return 0
+
+
+def cmd_info(args, ui) -> int:
+    """Bodies as a tree (hinge, Q/U slices, mass), frames on their bodies, loops, sizes; no build."""
+    from .hinges import bind
+    from .model import NEWTONIAN
+
+    path, model, _ = _load(args, ui)
+    children: dict = {}
+    for b in model.bodies:
+        children.setdefault(b.parent, []).append(b)
+    frames: dict = {}
+    for f in model.frames:
+        frames.setdefault(f.body, []).append(f.name)
+    qo = uo = 0
+    rows: dict = {}
+    for b in model.bodies:
+        spec = bind(b.hinge_type, **b.hinge_kwargs())
+        rows[b.name] = (f"hinge {b.hinge_name!r} {spec.label()}  Q[{qo}:{qo + spec.nq}] U[{uo}:{uo + spec.nu}]"
+                        f"  mass {b.mass:g}")
+        qo, uo = qo + spec.nq, uo + spec.nu
+    loops = [(lc, bind(lc.hinge_type, **lc.hinge_kwargs())) for lc in model.loops]
+    n_c = sum(6 - s.nu for _, s in loops)
+    ui.out(f"{model.name} ({path}): {len(model.bodies)} bodies, nQ = {qo}, nU = {uo}, "
+           f"{len(model.bodies) + len(model.frames) + 1} frames, {_plural(len(loops), 'loop')}"
+           + (f" ({_plural(n_c, 'constraint row')}; their rank, and so the degrees of freedom, is found at run "
+              "time)" if loops else ""))
+    ui.out(NEWTONIAN)
+
+    def walk(parent, prefix):
+        kids = children.get(parent, [])
+        for i, b in enumerate(kids):
+            last = i == len(kids) - 1
+            extra = f"  frames: {', '.join(frames[b.name])}" if frames.get(b.name) else ""
+            ui.out(f"{prefix}{'└── ' if last else '├── '}{b.name}  {rows[b.name]}{extra}")
+            walk(b.name, prefix + ("    " if last else "│   "))
+    walk(NEWTONIAN, "")
+    for lc, spec in loops:
+        ui.out(f"loop {lc.name!r}: {lc.source} -> {lc.target}, cut hinge {spec.label()} "
+               f"({_plural(6 - spec.nu, 'constraint row')})")
+    return 0
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def cmd_bench(args, ui) -> int:
+    """Quick timing of forward dynamics, inverse dynamics and the mass matrix: one Python call, and per
+    state in one batched C call; Pinocchio beside it for a URDF when Pinocchio is installed."""
+    import timeit
+
+    import numpy as np
+
+    from .package import build_model
+    from .progress import listening
+
+    path, model, _ = _load(args, ui)
+    with listening(ui.report()):
+        mb = build_model(model, out=None, progress=ui.detail)
+    rng = np.random.default_rng(0)
+    n = args.n
+    Q = mb.sanitize(mb.neutral_q() + 0.3 * rng.standard_normal((n, mb.nq)))
+    U, T = rng.standard_normal((n, mb.nu)), rng.standard_normal((n, mb.nu))
+    q, u, tau = Q[0], U[0], T[0]
+    udot = mb.forward_dynamics(q, u, tau)
+
+    def best(fn, number):
+        return min(timeit.repeat(fn, number=number, repeat=5)) / number * 1e6
+
+    rows = [("forward dynamics", best(lambda: mb.forward_dynamics(q, u, tau), args.calls),
+             best(lambda: mb.forward_dynamics(Q, U, T), 3) / n),
+            ("inverse dynamics", best(lambda: mb.inverse_dynamics(q, u, udot), args.calls),
+             best(lambda: mb.inverse_dynamics(Q, U, T), 3) / n),
+            ("mass matrix", best(lambda: mb.mass_matrix(q), args.calls), best(lambda: mb.mass_matrix(Q), 3) / n)]
+    peer = _pinocchio_times(path, args, ui) if not args.no_pinocchio else None
+    ui.out(f"{mb.name}: nQ = {mb.nq}, nU = {mb.nu}, {mb.nb} bodies{', loops: TA forward dynamics' if mb.loops else ''}"
+           f"; best of 5, µs")
+    head = f"{'':<18}{'symgen Python call':>20}{'symgen C per state':>20}"
+    if peer:
+        head += f"{'Pinocchio Python call':>23}"
+    ui.out(head)
+    for (name, one, per), p in zip(rows, peer or [None] * 3):
+        ui.out(f"{name:<18}{one:>20.2f}{per:>20.3f}" + (f"{p:>23.2f}" if p is not None else ""))
+    if peer is None and not args.no_pinocchio:
+        ui.out("(Pinocchio: not timed — " + ("install pin" if path.suffix.lower() == ".urdf"
+                                             else "Pinocchio reads URDF; this model is not one") + ")")
+    return 0
+
+
+def _pinocchio_times(path: Path, args, ui):
+    """[aba, rnea, crba] µs per Python call on the same URDF (random states; not compared, only timed)."""
+    if path.suffix.lower() != ".urdf":
+        return None
+    try:
+        import pinocchio as pin
+    except ImportError:
+        return None
+    import timeit
+
+    import numpy as np
+
+    try:
+        model = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if args.floating_base
+                 else pin.buildModelFromUrdf(str(path)))
+    except Exception as e:  # Pinocchio refuses a file we accept: say so, time ours anyway
+        ui.warn(f"Pinocchio could not load {path}: {e}")
+        return None
+    data = model.createData()
+    q = pin.randomConfiguration(model, -np.ones(model.nq), np.ones(model.nq))
+    v, tau = np.random.default_rng(1).standard_normal((2, model.nv))
+
+    def best(fn):
+        return min(timeit.repeat(fn, number=args.calls, repeat=5)) / args.calls * 1e6
+    return [best(lambda: pin.aba(model, data, q, v, tau)), best(lambda: pin.rnea(model, data, q, v, tau)),
+            best(lambda: pin.crba(model, data, q))]
+
+
+EXIT_STATUS = "exit status: 0 success, 1 model or build error, 2 usage error."
+
+
+def _add_output_flags(p) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true", help="print only results, warnings and errors")
+    g.add_argument("-v", "--verbose", action="store_true",
+                   help="print every step (each hinge spec derived, emitted, rendered, compiled) with its time "
+                        "and cache hit, and the traceback of an internal error")
+
+
+def _add_model_options(p) -> None:
+    p.add_argument("--floating-base", action="store_true",
+                   help="put a FULL6DOF hinge between newtonian and the root body (URDF root link)")
+    p.add_argument("--armature", action="append", metavar="HINGE=VALUE",
+                   help="rotor inertia added to a hinge's D and M diagonal (Pinocchio model.armature, MuJoCo "
+                        "joint/armature); VALUE or V1,V2,... per U; repeatable")
+    p.add_argument("--lock", action="append", metavar="HINGE",
+                   help="weld a hinge at its neutral coordinates (removes its Q and U); repeatable")
+    p.add_argument("--balance-inertia", action="store_true",
+                   help="replace inertias that violate the triangle inequality by isotropic ones (MuJoCo's "
+                        "balanceinertia; default: keep them, with a warning)")
+    p.add_argument("--accept-indefinite-inertia", action="store_true",
+                   help="load a link whose inertia has a clearly negative principal moment, with a warning "
+                        "(Pinocchio does; default: an error)")
+
+
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m symgen", description="Symbolic hinge kinematics -> C kernels.")
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(
+        prog="python -m symgen", formatter_class=fmt,
+        description="Derive hinge kinematics symbolically, generate C99 kernels and whole-model dynamics, "
+                    "compile and load them.",
+        epilog="Run 'python -m symgen COMMAND --help' for a command's options.\n" + EXIT_STATUS)
     p.add_argument("--version", action="version", version=f"symgen {__import__('symgen').__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    ph = sub.add_parser("hinges", help="list the hinge types", description="List every hinge type: nQ, nU, subhinges.")
-    ph.add_argument("--markdown", action="store_true", help="print the README's markdown table")
-    ph.set_defaults(func=cmd_hinges)
+    pb = sub.add_parser("build", help="generate and compile a model (or the hinge library)", formatter_class=fmt,
+                        description="Build MODEL (.yaml, .yml, .json or .urdf; default: the bundled 7-dof arm "
+                                    "URDF) into OUT/<model>/: C sources, compiled module, manifest.json and an "
+                                    "__init__.py, so 'import generated.<model>' works from the folder holding OUT. "
+                                    "MODEL 'hinges' generates the C kernels of every hinge type into OUT/hinges/ "
+                                    "with EQUATIONS.md. Each stage (load, derive, emit, render, compile, install) "
+                                    "prints its time and cache hits on stderr; compiles and derivations go through "
+                                    "the cache ($SYMGEN_CACHE_DIR).",
+                        epilog=EXIT_STATUS)
+    pb.add_argument("target", nargs="?", default=None, metavar="MODEL",
+                    help="model file, or 'hinges' (default: the bundled arm7.urdf)")
+    pb.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: ./generated)")
+    _add_model_options(pb)
+    _add_output_flags(pb)
+    pb.set_defaults(func=cmd_build)
 
-    ps = sub.add_parser("show", help="print a hinge's derived equations",
-                        description="Print the derived equations of one hinge type with bound parameters.")
+    pi = sub.add_parser("info", help="describe a model: bodies as a tree, hinges, frames, sizes, loops",
+                        description="Read MODEL (no build) and print its bodies as a tree from newtonian, each with "
+                                    "its hinge, Q/U slices and mass, the extra frames on each body, nQ/nU, and the "
+                                    "loop constraints.", epilog=EXIT_STATUS)
+    pi.add_argument("target", metavar="MODEL", help="model file (.yaml, .yml, .json, .urdf)")
+    _add_model_options(pi)
+    _add_output_flags(pi)
+    pi.set_defaults(func=cmd_info)
+
+    ps = sub.add_parser("show", help="print a hinge's derived equations (or its C)",
+                        description="Print the derived equations of one hinge type with bound parameters "
+                                    "(pretty text, or LaTeX with --latex), or its generated C with --c.",
+                        epilog=EXIT_STATUS)
     ps.add_argument("hinge", help="hinge type, e.g. GIMBAL (see 'hinges')")
     ps.add_argument("--latex", action="store_true", help="print LaTeX instead of pretty text")
+    ps.add_argument("--c", action="store_true",
+                    help="print the generated C source instead of the equations (with --kernel: only those "
+                         "kernels' functions, with their operation counts)")
     ps.add_argument("--kernel", action="append", help="only this kernel (repeatable), e.g. coord_map")
     ps.add_argument("--axis", nargs=3, type=float, metavar=("X", "Y", "Z"), help="unit axis of a one-axis hinge")
     ps.add_argument("--axes", nargs="+", metavar="X,Y,Z", help="unit axes of a multi-axis hinge, e.g. 1,0,0 0,1,0")
@@ -199,47 +489,77 @@ def make_parser() -> argparse.ArgumentParser:
     ps.add_argument("--ij-q", nargs=4, type=float, metavar=("X", "Y", "Z", "W"),
                     help="HOOKE / PERPENDICULAR / PARALLEL: outboard orientation in the inboard frame")
     ps.add_argument("--subhinges", nargs="+", metavar="TYPE", help="CUSTOM: subhinge types, onode -> pnode")
-    ps.add_argument("--c", action="store_true", help="print the generated C source instead of the equations")
     ps.set_defaults(func=cmd_show)
 
-    pb = sub.add_parser("build", help="generate and compile a model (or the hinge library)",
-                        description="Build MODEL (.yaml, .yml, .json or .urdf; default: the bundled 7-dof arm "
-                                    "URDF) into OUT/<model>/: C sources, compiled module, manifest.json and an "
-                                    "__init__.py, so 'import generated.<model>' works from the folder holding OUT. "
-                                    "MODEL 'hinges' generates the C kernels of every hinge type into OUT/hinges/ "
-                                    "with EQUATIONS.md. Compiles go through the cache.")
-    pb.add_argument("target", nargs="?", default=None, metavar="MODEL",
-                    help="model file, or 'hinges' (default: the bundled arm7.urdf)")
-    pb.add_argument("--floating-base", action="store_true",
-                    help="put a FULL6DOF hinge between newtonian and the root body (URDF root link)")
-    pb.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: ./generated)")
-    pb.add_argument("--armature", action="append", metavar="HINGE=VALUE",
-                    help="rotor inertia added to a hinge's D and M diagonal (Pinocchio model.armature, MuJoCo "
-                         "joint/armature); VALUE or V1,V2,... per U; repeatable")
-    pb.add_argument("--lock", action="append", metavar="HINGE",
-                    help="weld a hinge at its neutral coordinates (removes its Q and U); repeatable")
-    pb.add_argument("--balance-inertia", action="store_true",
-                    help="replace inertias that violate the triangle inequality by isotropic ones (MuJoCo's "
-                         "balanceinertia; default: keep them, with a warning)")
-    pb.add_argument("--accept-indefinite-inertia", action="store_true",
-                    help="load a link whose inertia has a clearly negative principal moment, with a warning "
-                         "(Pinocchio does; default: an error)")
-    pb.set_defaults(func=cmd_build)
+    ph = sub.add_parser("hinges", help="list the hinge types with operation counts",
+                        description="List every hinge type: nQ, nU, subhinges and the operation count of each "
+                                    "generated kernel.", epilog=EXIT_STATUS)
+    ph.add_argument("--markdown", action="store_true", help="print the README's markdown table")
+    ph.set_defaults(func=cmd_hinges)
+
+    pn = sub.add_parser("bench", help="quick timing of forward/inverse dynamics and the mass matrix",
+                        description="Build MODEL through the cache (nothing written to ./generated) and time "
+                                    "forward dynamics, inverse dynamics and the mass matrix: one Python call "
+                                    "(best of 5) and per state in one batched C call; for a URDF, Pinocchio's "
+                                    "aba / rnea / crba Python calls beside them when Pinocchio is installed "
+                                    "(timed, not compared). For careful numbers see benchmarks/.",
+                        epilog=EXIT_STATUS)
+    pn.add_argument("target", metavar="MODEL", help="model file (.yaml, .yml, .json, .urdf)")
+    pn.add_argument("--n", type=int, default=1000, help="states in the batched call (default: 1000)")
+    pn.add_argument("--calls", type=int, default=2000, help="single calls per timing round (default: 2000)")
+    pn.add_argument("--no-pinocchio", action="store_true", help="do not time Pinocchio")
+    _add_model_options(pn)
+    _add_output_flags(pn)
+    pn.set_defaults(func=cmd_bench)
     return p
 
 
+def _usage_errors(args) -> tuple:
+    """The exceptions that mean 'bad arguments' for this command: a hinge named on the command line."""
+    return (ValueError, KeyError) if args.command in ("show", "hinges") else ()
+
+
 def main(argv=None) -> int:
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)  # argparse: usage errors exit 2
+    if args.command in ("bench",) and (args.n < 1 or args.calls < 1):
+        parser.error("--n and --calls must be positive")
+    ui = UI(getattr(args, "quiet", False), getattr(args, "verbose", False))
     from .compile import BuildError
 
     try:
-        return args.func(args)
-    except (ValueError, BuildError, KeyError) as e:
-        print(f"symgen: error: {e}", file=sys.stderr)
-        return 2
+        return args.func(args, ui)
+    except UsageError as e:
+        return _fail(e, 2)
+    except _usage_errors(args) as e:
+        return _fail(e, 2)
+    except BuildError as e:
+        return _fail(f"{e}\nThe model loaded but its C did not compile: check that the C compiler works "
+                     "(set CC to a C99 compiler, e.g. CC=gcc) and rerun; if it does, this is a bug in "
+                     "symgen's generated C, please report it with the model file.", 1)
+    except (ValueError, KeyError, OSError) as e:  # ModelError is a ValueError
+        return _fail(e, 1)
     except BrokenPipeError:  # output piped into head & co.
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:
+        print("symgen: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug: say so in one paragraph, the traceback with --verbose
+        if ui.verbose:
+            import traceback
+
+            traceback.print_exc()
+        return _fail(f"internal error ({type(e).__name__}: {e}). This is a bug in symgen: please report it with "
+                     "the command line and the model file; rerun with --verbose for the traceback.", 1)
+
+
+def _fail(e, status: int) -> int:
+    """Print an error as one paragraph (no blank lines, no traceback) and return the exit status."""
+    text = (e.args[0] if isinstance(e, KeyError) and e.args else str(e)).strip()
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    print("symgen: error: " + "\n  ".join(lines or ["(no message)"]), file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

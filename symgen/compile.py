@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import progress
 from .paths import cache_dir
 
 STRICT_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
@@ -165,13 +166,19 @@ def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeo
     others are included by them); default: every ``.c``.  ``parts``: compile each of them once per
     ``-DSG_PART=k`` (a model's long functions, templates/model.c.jinja), in parallel.
     Returns ``(module, name, path)``."""
-    from filelock import FileLock, Timeout
-
     name = module_name(base, files, tuple(flags) + tuple(sorted(compile_only or ()))
                        + tuple(f"SG_PART={k}" for k in (parts or ())))
+    with progress.step("compile", name) as step:
+        return _built_module(name, files, label, flags, lock_timeout, compile_only, parts, step)
+
+
+def _built_module(name, files, label, flags, lock_timeout, compile_only, parts, step):
+    from filelock import FileLock, Timeout
+
     target = modules_dir() / (name + ext_suffix())
     if target.exists():
         stats["hits"] += 1
+        step.hit()
         return _import(name, target), name, target
     root = cache_dir()
     for sub in ("modules", "locks", "tmp"):
@@ -180,6 +187,7 @@ def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeo
         with FileLock(str(root / "locks" / f"{name}.lock"), timeout=lock_timeout):
             if target.exists():  # another process built it while we waited
                 stats["hits"] += 1
+                step.hit()
                 return _import(name, target), name, target
             _clean_stale_tmp(root / "tmp")
             work = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=root / "tmp"))
@@ -195,7 +203,7 @@ def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeo
 def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts) -> list:
     """Strict-check every translation unit and compile it to an object (``-DSG_PART=k`` once per part when
     there are several), as parallel compiler processes, one per core.  Returns the object paths."""
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
     split = parts and len(parts) > 1
     # a part holds only some of the file's functions: the helpers the others use are unused there
@@ -216,11 +224,13 @@ def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts) -> 
     def strict(f):
         strict_check(src / f, label, cc)
 
-    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as ex:
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as ex, \
+            progress.bar("compile", len(jobs) + len(c_files), "compiling") as bar:
         objects = [ex.submit(compile_one, j) for j in jobs]
         checks = [ex.submit(strict, f) for f in c_files]
-        for fut in checks + objects:
+        for fut in as_completed(checks + objects):
             fut.result()
+            bar.update(1)
     return [fut.result() for fut in objects]
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from . import __version__
+from . import __version__, progress
 from . import spatial as S
 from .hinges import HingeSpec, bind
 
@@ -284,6 +284,11 @@ def derived(spec: HingeSpec, use_cache: bool = True) -> dict:
     if use_cache and key in _MEMORY:
         stats["memory_hits"] += 1
         return _MEMORY[key]
+    with progress.step("derive", spec.label()) as step:
+        return _derived_from_disk(spec, key, use_cache, step)
+
+
+def _derived_from_disk(spec: HingeSpec, key: str, use_cache: bool, step) -> dict:
     path = cache_dir() / "derive" / f"{key}.pkl"
     if use_cache and path.exists():
         try:
@@ -291,6 +296,7 @@ def derived(spec: HingeSpec, use_cache: bool = True) -> dict:
                 data = pickle.load(fh)
             stats["disk_hits"] += 1
             _MEMORY[key] = data
+            step.hit()
             return data
         except Exception:  # truncated or from an incompatible sympy: re-derive and overwrite
             pass

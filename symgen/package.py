@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .progress import step
 from .compile import build_module, stats
 from .sources import cached_model_sources
 
@@ -48,7 +49,8 @@ def build_model(model, out=None, progress=None):
     if out is not None:
         t = time.perf_counter()
         target = Path(out) / manifest["name"]
-        _install_package(target, files, so, manifest)
+        with step("install", str(target)):
+            _install_package(target, files, so, manifest)
         path = target / so.name
         say(f"install   {target} in {time.perf_counter() - t:.2f} s")
     return MultibodyModel(mod, manifest, path=path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import emit
+from . import emit, progress
 from .spatial import _SERIES_LIMIT, _SERIES_TERMS
 
 MAX_STUMPFF_ORDER = 20
@@ -69,7 +69,8 @@ def render_hinge(h, slug: str | None = None, kernels: list | None = None, templa
                     raise ValueError(f"{h.spec.label()}: Stumpff order above {MAX_STUMPFF_ORDER} in {k.name}")
     env = environment(template_path)
     spec = hinge_spec_object(h, kernels, slug)
-    return env.get_template("hinge.h.jinja").render(**spec), env.get_template("hinge.c.jinja").render(**spec), kernels
+    with progress.step("render", f"{slug}.c"):
+        return env.get_template("hinge.h.jinja").render(**spec), env.get_template("hinge.c.jinja").render(**spec), kernels
 
 
 def render_model(model, layout: dict, slugs: dict, name: str, template_path: Path | None = None, loops=()):
@@ -79,7 +80,8 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
 
     from . import __version__
 
-    pieces = emit.emit_model(model, layout, slugs, name, loops)
+    with progress.step("emit", f"model {name}"):
+        pieces = emit.emit_model(model, layout, slugs, name, loops)
     table = [f"{k:3d} {b.name:<20} parent {b.parent:<20} hinge {b.hinge_name} ({b.hinge_type})"
              for k, b in enumerate(model.bodies)]
     spec = {"name": name, "guard": f"SG_MODEL_{name.upper()}_H", "symgen_version": __version__,
@@ -87,4 +89,5 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
             "hinge_sources": sorted({f"{s}.c" for s in slugs.values()} | {f"{d['slug']}.c" for d in loops}), "body_table": table, **pieces}
     env = environment(template_path)
     parts = sorted({0, *pieces["parts"].values()})
-    return env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec), parts
+    with progress.step("render", f"{name}.c"):
+        return env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec), parts

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import progress
 from .compile import build_module, ext_suffix, stats
 from .paths import cache_dir
 
@@ -66,27 +67,44 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
                     "structure": emit.kernel_structure(h)}
         return {f"{s}.c": source, f"{s}.h": header}, manifest
 
-    return _json_cached(cache_dir() / "emit" / f"{key}.json", make)
+    return _json_cached(cache_dir() / "emit" / f"{key}.json", make, "emit", h.spec.label())
 
 
-def _json_cached(path: Path, make):
-    """``(files, manifest)`` from a JSON cache file, or ``make()`` written there atomically."""
-    if path.exists():
+def kernel_c(h, kernel: str) -> tuple:
+    """``(C text, operation count)`` of one generated kernel of a hinge spec: the comment line above it and
+    the function definition, as in ``<slug>.c``."""
+    files, manifest = hinge_sources(h)
+    info = manifest["kernels"].get(kernel)
+    if info is None:
+        raise ValueError(f"{h.spec.label()}: no generated kernel {kernel!r} (has: {', '.join(manifest['kernels'])})")
+    lines = files[f"{manifest['slug']}.c"].splitlines()
+    start = next(i for i, ln in enumerate(lines) if f" {info['c_name']}(" in ln and not ln.endswith(";"))
+    start -= lines[start - 1].startswith("/*")
+    stop = lines.index("}", start)
+    return "\n".join(lines[start:stop + 1]), info["flops"]
+
+
+def _json_cached(path: Path, make, stage: str, label: str):
+    """``(files, manifest)`` from a JSON cache file, or ``make()`` written there atomically (reported to
+    symgen.progress as one ``stage`` step, a cache hit or not)."""
+    with progress.step(stage, label) as step:
+        if path.exists():
+            try:
+                data = json.loads(path.read_text())
+                step.hit()
+                return data["files"], data["manifest"]
+            except (OSError, ValueError, KeyError):
+                pass
+        files, manifest = make()
         try:
-            data = json.loads(path.read_text())
-            return data["files"], data["manifest"]
-        except (OSError, ValueError, KeyError):
-            pass
-    files, manifest = make()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"files": files, "manifest": manifest}, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only cache is not an error
-    return files, manifest
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w") as fh:
+                json.dump({"files": files, "manifest": manifest}, fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache is not an error
+        return files, manifest
 
 
 def compile_hinge(h, template_path=None):
@@ -168,27 +186,33 @@ def model_identifier(name: str) -> str:
     return ident if not ident[0].isdigit() else f"m_{ident}"
 
 
-def model_sources(model, progress=None):
+def model_sources(model):
     """(files, manifest) of a model: its translation unit plus the kernels of every hinge spec it uses."""
     from .derive import hinge
     from .render import render_model
 
     name = model_identifier(model.name)
     files, slugs, layout, hinges, specs = {}, {}, {}, {}, {}
+    kernel_sets: dict = {}  # bound spec key -> hinge_sources(h): each spec derived and emitted once
     qo = uo = 0
-    for b in model.bodies:
-        h = hinge(b.hinge_type, **b.hinge_kwargs())
-        f, m = hinge_sources(h)
-        files.update(f)
-        slugs[b.name] = m["slug"]
-        specs[m["slug"]] = m
-        layout[b.name] = {"q": (qo, qo + h.nq), "u": (uo, uo + h.nu), "nq": h.nq, "nu": h.nu,
-                          "subhinges": list(h.subhinge_types), "structure": m["structure"],
-                          "has_sanitize": h.has_sanitize}
-        hinges[b.hinge_name] = {"body": b.name, "type": b.hinge_type, "slug": m["slug"], "label": h.spec.label(),
-                                "q": [qo, qo + h.nq], "u": [uo, uo + h.nu], "subhinges": list(h.subhinge_types),
-                                "neutral_q": h.spec.neutral_q(), "armature": list(b.armature) or [0.0] * h.nu}
-        qo, uo = qo + h.nq, uo + h.nu
+    with progress.bar("derive", len(model.bodies), "hinge kernels") as bar:
+        for b in model.bodies:
+            h = hinge(b.hinge_type, **b.hinge_kwargs())
+            if h.spec.key() not in kernel_sets:
+                kernel_sets[h.spec.key()] = hinge_sources(h)
+            f, m = kernel_sets[h.spec.key()]
+            files.update(f)
+            slugs[b.name] = m["slug"]
+            specs[m["slug"]] = m
+            layout[b.name] = {"q": (qo, qo + h.nq), "u": (uo, uo + h.nu), "nq": h.nq, "nu": h.nu,
+                              "subhinges": list(h.subhinge_types), "structure": m["structure"],
+                              "has_sanitize": h.has_sanitize}
+            hinges[b.hinge_name] = {"body": b.name, "type": b.hinge_type, "slug": m["slug"],
+                                    "label": h.spec.label(), "q": [qo, qo + h.nq], "u": [uo, uo + h.nu],
+                                    "subhinges": list(h.subhinge_types), "neutral_q": h.spec.neutral_q(),
+                                    "armature": list(b.armature) or [0.0] * h.nu}
+            qo, uo = qo + h.nq, uo + h.nu
+            bar.update(1)
     loops, loop_manifest = _loop_specs(model, files, specs)
     header, source, parts = render_model(model, layout, slugs, name, loops=loops)
     files[f"{name}.h"], files[f"{name}.c"] = header, source
@@ -271,4 +295,5 @@ def cached_model_sources(model):
     limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}|{soa.AVX2_COPY_MIN_LINES}"  # form choices
               f"|{soa.AVX2_COPY_MAX_LINES}|{soa.SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}")
     key = hashlib.sha256((text + _package_fingerprint() + limits).encode()).hexdigest()[:24]
-    return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model))
+    return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model), "sources",
+                        f"model {model.name}")

@@ -134,9 +134,10 @@ def test_urdf_warnings_and_mapping(tmp_path):
 
 
 def test_cli_reports_model_errors_in_one_line(tmp_path):
+    """A model error exits 1 (usage errors exit 2) with one line naming the body and the field."""
     p = _write(tmp_path, _mutated(lambda d: d["bodies"][0].update(mass=-1)), ".yaml", "bad")
     out = subprocess.run([sys.executable, "-m", "symgen", "build", str(p)], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.returncode == 1 and "Traceback" not in out.stderr
     assert out.stderr.startswith("symgen: error:") and "body 'link1'" in out.stderr and out.stderr.count("\n") == 1
 
 

@@ -234,6 +234,17 @@ def _topological(ctx, bodies: dict) -> list:
     return order
 
 
+def _syntax_error(e: Exception) -> str:
+    """A parser's complaint in one line, with the line and column where it has them (yaml marks, json)."""
+    mark = getattr(e, "problem_mark", None)
+    if mark is not None:  # yaml.MarkedYAMLError
+        return f"line {mark.line + 1}, column {mark.column + 1}: {getattr(e, 'problem', None) or e}"
+    if isinstance(e, json.JSONDecodeError):
+        return f"line {e.lineno}, column {e.colno}: {e.msg}"
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 def load_model(path, floating_base: bool = False, *, balance_inertia: bool = False,
                accept_indefinite_inertia: bool = False, armature=None, lock=None) -> Model:
     """Load a ``.yaml``/``.yml``/``.json`` model or a ``.urdf``.
@@ -267,8 +278,8 @@ def load_model(path, floating_base: bool = False, *, balance_inertia: bool = Fal
 
                 data = yaml.safe_load(text)
         except Exception as e:  # yaml.YAMLError, json.JSONDecodeError, recursion on absurd nesting
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ModelError(f"{path}: malformed {suffix[1:].upper()}: {first}") from None
+            raise ModelError(f"{path}: malformed {suffix[1:].upper()}: {_syntax_error(e)}; fix the file's "
+                             "syntax there") from None
         model = model_from_dict(data, str(path), name=p.stem, balance_inertia=balance_inertia,
                                 accept_indefinite_inertia=accept_indefinite_inertia)
         if floating_base:
