@@ -33,11 +33,24 @@ def test_readme_table_is_generated_from_the_registry():
         assert f"| {name} |" in text
 
 
-def test_readme_has_the_two_commands_and_ci_runs_the_second():
+README_COMMANDS = ["pip install -e . && python -m symgen build", 'pip install -e ".[test]" && python -m pytest']
+
+
+def test_readme_has_the_two_commands_and_ci_runs_both_in_a_fresh_venv():
+    """The README's set-up section has exactly two commands; .ci/run runs both, verbatim and in that order, after
+    creating and activating a fresh virtual environment (so a missing install step fails CI)."""
     text = (ROOT / "README.md").read_text()
-    assert "pip install -e . && python -m symgen build" in text
-    assert 'pip install -e ".[test]" && python -m pytest' in text
-    assert 'pip install -e ".[test]" && python -m pytest' in (ROOT / ".ci" / "run").read_text()
+    setup = text[text.index("## Set up"):]
+    setup = setup[:setup.index("\n## ", 4)]
+    assert re.findall(r"```bash\n(.*?)\n```", setup, re.S) == README_COMMANDS
+    run_lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()
+                 if ln.strip() and not ln.lstrip().startswith("#")]
+    venv = next(i for i, ln in enumerate(run_lines) if "-m venv --clear" in ln)
+    activate = next(i for i, ln in enumerate(run_lines) if ln.startswith(". .ci/venv/bin/activate"))
+    first = next(i for i, ln in enumerate(run_lines) if ln.startswith(README_COMMANDS[0]))
+    second = next(i for i, ln in enumerate(run_lines) if ln.startswith(README_COMMANDS[1]))
+    assert venv < activate < first < second
+    assert ".ci/venv/" in (ROOT / ".gitignore").read_text().splitlines()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
