@@ -428,6 +428,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = ()) ->
         casts = void_unused(("q", "u", "p", "out"), lines)
         return ([casts] if casts else []) + lines
     return {"nb": nb, "nq": nq, "nu": nu, "block": B, "pose_size": ML.poses.size, "pinv_offset": ML.body_const["pinv"], **dyn,
+            "size_defines": ML.c_defines(f"sg_{name}"),
             "kinematics_lines": cast(kinematics_lines),
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],

@@ -129,3 +129,24 @@ def test_example_accelerations_match_pinocchio(program):
         worst, worst_res = max(worst, err), max(worst_res, *res)
     print(f"\narm7_fd vs pin.aba over {len(states)} states: largest relative difference {worst:.2e}; "
           f"largest residual printed by the program {worst_res:.2e}")
+
+
+def test_header_defines_the_sizes(program, tmp_path):
+    """arm7.h's size macros, printed by a C program, against the URDF read with ElementTree (7 movable joints,
+    no quaternions: nQ = nU = 7; one body per link) and the layout of p (g, T, f_ext per body)."""
+    import xml.etree.ElementTree as ET
+
+    robot = ET.parse(URDF).getroot()
+    n_links = len(robot.findall("link"))
+    n_movable = sum(j.get("type") != "fixed" for j in robot.findall("joint"))
+    gen = Path(program.mb.path).parent
+    (tmp_path / "sizes.c").write_text(
+        '#include <stdio.h>\n#include "arm7.h"\nint main(void) {\n'
+        '    printf("%d %d %d %d %d %d\\n", SG_ARM7_NQ, SG_ARM7_NU, SG_ARM7_NB, SG_ARM7_P_SIZE,\n'
+        '           SG_ARM7_KINEMATICS_BLOCK, SG_ARM7_MATS_BLOCK);\n    return 0;\n}\n')
+    subprocess.run([CC, *STRICT, f"-I{gen}", "-o", str(tmp_path / "sizes"), str(tmp_path / "sizes.c")], check=True)
+    nq, nu, nb, p_size, kin, mats = map(int, subprocess.run([str(tmp_path / "sizes")], capture_output=True,
+                                                          text=True, check=True).stdout.split())
+    assert (nq, nu, nb) == (n_movable, n_movable, n_links)
+    assert p_size == 3 + nu + 6 * nb
+    assert kin == 9 + 3 + 2 * 6 * nu and mats == 6 * 36

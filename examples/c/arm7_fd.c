@@ -20,13 +20,12 @@
 
 #include "arm7.h"
 
-/* Sizes of this model (the comment at the top of arm7.h / arm7.c: nQ = 7, nU = 7, 10 bodies). */
-#define NQ 7
-#define NU 7
-#define NB 10
-/* The general entry points take p = [g (3), tau or Udot (nU), f_ext (6 per body, [N; F] at the body
- * origin in body axes, bodies in the order listed at the top of arm7.c)]. */
-#define NP (3 + NU + 6 * NB)
+/* Sizes of this model, from arm7.h: nQ = 7, nU = 7, 10 bodies.  The general entry points take
+ * p = [g (3), tau or Udot (nU), f_ext (6 per body, [N; F] at the body origin in body axes, bodies in the
+ * order listed at the top of arm7.c)], SG_ARM7_P_SIZE doubles. */
+#define NQ SG_ARM7_NQ
+#define NU SG_ARM7_NU
+#define NP SG_ARM7_P_SIZE
 
 /* largest |x_i|; NaN if any x_i is NaN (so that a NaN residual fails the check) */
 static double max_abs(const double *x, int n)
