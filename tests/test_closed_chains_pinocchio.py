@@ -27,7 +27,8 @@ from pin_closed import (CUT_RANK, consistent_velocity, constraint_models, dense_
                         random_q, to_pin_accel, to_pin_q, to_pin_state, to_pin_tau, u_matrix, world_poses,
                         write_yaml)
 
-CASES = [(seed, floating) for seed in (0, 1, 2) for floating in (False, True)]
+#: four random models (each compiles 1-2 MB of C): 2 and 3 loops, fixed and floating bases
+CASES = [(0, False), (0, True), (1, True), (2, False)]
 IDS = [f"seed{s}-{'floating' if f else 'fixed'}" for s, f in CASES]
 N_STATES = 3
 
