@@ -429,6 +429,10 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = ()) ->
         return ([casts] if casts else []) + lines
     return {"nb": nb, "nq": nq, "nu": nu, "block": B, "pose_size": ML.poses.size, "pinv_offset": ML.body_const["pinv"], **dyn,
             "size_defines": ML.c_defines(f"sg_{name}"),
+            "rollout": {"fd": "ta_forward_dynamics" if loops else "forward_dynamics",
+                        "p_size": ML.ta_params.size if loops else ML.params.size,
+                        "out_size": ML.ta_out.size if loops else max(nu, 1), "nq_dim": max(nq, 1),
+                        "nu_dim": max(nu, 1)},
             "kinematics_lines": cast(kinematics_lines),
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],

@@ -615,6 +615,13 @@ class MultibodyModel:
 
     simulate.__doc__ = _integrate.simulate.__doc__
 
+    def rollout(self, q0, u0, dt: float, n_steps: int, T=None, every: int = 1, method: str = "rk4", f_ext=None,
+                gravity=None, baumgarte=None) -> dict:
+        return _integrate.rollout(self, q0, u0, dt, n_steps, T=T, every=every, method=method, f_ext=f_ext,
+                                  gravity=gravity, baumgarte=baumgarte)
+
+    rollout.__doc__ = _integrate.rollout.__doc__
+
     def fit_q(self, hinge: str, transform, q0=None, tol: float = 1e-12, max_iter: int = 50) -> np.ndarray:
         return _fit.fit_q(self, hinge, transform, q0=q0, tol=tol, max_iter=max_iter)
 
