@@ -8,6 +8,7 @@ Public API::
     h.transform, h.coord_map, h.qdot_map, h.bias, h.pose_gradient, h.ortho_complement  # sympy matrices
     k = symgen.compile_hinge(h)               # C kernels, numpy in / numpy out, batched
     mb = symgen.build("robot.urdf")           # a model: read, generated, compiled, loaded (MultibodyModel)
+    res = symgen.sweep("robot.urdf", cases, dt, n_steps, client=None, store=None)  # many rollouts (Dask, Zarr)
 
 Conventions are those of DESIGN.md (spatial vectors ``[angular; linear]``, quaternions ``(x, y, z, w)``).
 The names are imported lazily, so ``symgen.runtime`` loads built modules without sympy or jinja2.
@@ -20,6 +21,7 @@ _LAZY = {
     "inplane_hinge_params": "hinges", "parallel_hinge_params": "hinges", "perpendicular_hinge_params": "hinges",
     "Hinge": "derive", "hinge": "derive", "compile_hinge": "sources", "BuildError": "compile",
     "load_model": "model", "ModelError": "model", "MultibodyModel": "runtime",
+    "sweep": "sweep", "load_sweep": "sweep", "sweep_summary": "sweep",
 }
 
 
