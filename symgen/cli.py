@@ -1,4 +1,4 @@
-"""``python -m symgen``: the command line (build | info | show | hinges | bench).
+"""``python -m symgen``: the command line (build | info | show | hinges | bench | sweep).
 
 Exit status: 0 success; 1 the model or the build failed (missing or malformed model file, bad model content,
 a compile error, an internal error); 2 usage (bad arguments, unknown hinge type or kernel).  Every error is one
@@ -411,6 +411,86 @@ def _pinocchio_times(path: Path, args, ui):
             best(lambda: pin.crba(model, data, q))]
 
 
+def cmd_sweep(args, ui) -> int:
+    """Roll out every case of a cases file (a table or a dispersion spec) in this process, on a local Dask
+    cluster (--workers) or on a running one (--scheduler), into a Zarr store (--out) that a rerun resumes."""
+    from .progress import listening
+    from .sweep import SweepError, sweep, sweep_summary
+
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be positive, got {args.workers}")
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise UsageError(f"--chunk-size must be positive, got {args.chunk_size}")
+    t0 = time.perf_counter()
+    path, model, _ = _load(args, ui)
+    client = cluster = None
+    if args.scheduler or args.workers:
+        try:
+            import logging
+
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise SweepError("--scheduler and --workers run the sweep on Dask, which is not installed: "
+                             "pip install \"symgen[sweep]\" (or drop the option to run in this process)") from None
+        if args.scheduler:
+            ui.progress(f"sweep     connecting to the Dask scheduler at {args.scheduler}")
+            try:
+                client = Client(args.scheduler, timeout="20s")
+            except OSError as e:
+                raise SweepError(f"cannot reach the Dask scheduler at {args.scheduler}: {e}; check the address "
+                                 "(e.g. tcp://host:8786) and that dask-scheduler runs there") from None
+        else:
+            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.ERROR)
+            client = Client(cluster)
+    state = {"bar": None}
+
+    def on_event(e):
+        if e["event"] == "start":
+            where = (f"on {e['workers']} Dask worker thread{'s' if e['workers'] != 1 else ''}" if client is not None
+                     else "in this process")
+            resumed = f"; {e['skipped']} already done in the store, resuming" if e["skipped"] else ""
+            ui.progress(f"sweep     {_plural(e['cases'], 'case')} in {_plural(e['chunks'], 'chunk')} of "
+                        f"{e['chunk_size']} {where}{resumed}")
+            state["bar"] = ui._bar("sweep", e["todo"], "chunks") if e["todo"] > 1 else None
+        elif state["bar"] is not None:
+            state["bar"].update(1)
+        else:
+            lo, hi = e["rows"]
+            ui.progress(f"  chunk {e['done']}/{e['todo']}: cases {lo}..{hi - 1} in {e['seconds']:.2f} s on "
+                        f"{e['worker']}" + (f", {hi - lo - e['n_ok']} failed" if e["n_ok"] < hi - lo else ""))
+
+    try:
+        with listening(ui.report()):
+            res = sweep(model, args.cases, args.dt, args.n_steps, every=args.every, client=client, store=args.out,
+                        method=args.method, chunk_size=args.chunk_size, outputs=tuple(args.outputs.split(",")),
+                        overwrite=args.overwrite, progress=on_event)
+    except KeyboardInterrupt:
+        ui.warn(f"interrupted: the chunks finished are in {args.out}; rerun the same command to resume")
+        raise
+    finally:
+        if state["bar"] is not None:
+            state["bar"].close()
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    info = res["info"]
+    n, n_ok = len(res["case"]), int(res["ok"].sum())
+    ui.out(f"swept {_plural(n, 'case')} of {info['model_name']} ({info['n_steps']} steps of {info['dt']:g} s, "
+           f"{info['method']}, {len(res['t'])} rows each): {n_ok} ok" + (f", {n - n_ok} failed" if n_ok < n else "")
+           + f"; {len(info['computed'])} chunks computed, {len(info['skipped'])} skipped -> {args.out} in "
+           f"{time.perf_counter() - t0:.2f} s" + (f" ({info['cases_per_s']:.0f} cases/s)" if info["computed"] else ""))
+    if args.summary and n_ok:
+        for name in info["outputs"]:
+            s = sweep_summary(res, output=name)
+            ui.out(f"{name} at t = {s['t']:g} over {s['n_ok']} cases: " + ", ".join(
+                f"{p}%" for p in s["percentiles"]))
+            for j, k in enumerate(s["index"]):
+                ui.out(f"  {name}[{k}]  " + "  ".join(f"{v:12.6g}" for v in s["values"][:, j]))
+    return 0
+
+
 EXIT_STATUS = "exit status: 0 success, 1 model or build error, 2 usage error."
 
 
@@ -511,6 +591,39 @@ def make_parser() -> argparse.ArgumentParser:
     _add_model_options(pn)
     _add_output_flags(pn)
     pn.set_defaults(func=cmd_bench)
+
+    pw = sub.add_parser("sweep", help="roll out many cases (a table or a dispersion spec) into a Zarr store",
+                        formatter_class=fmt,
+                        description="Roll out every case of CASES (a YAML/JSON file: a table q0: [[...], ...], "
+                                    "u0, T, or a dispersion spec n, seed, q0: {mean, std} or {low, high}, u0, T; "
+                                    "it may also set dt, n_steps, every, method, chunk_size) with MODEL, in chunks "
+                                    "of --chunk-size cases: in this process, on a local Dask cluster of --workers "
+                                    "processes, or on a running one at --scheduler. Every chunk writes its rows of "
+                                    "the Zarr store --out, then marks itself done; rerunning the same command "
+                                    "resumes an interrupted sweep (chunks done are skipped). Needs zarr, and "
+                                    "dask[distributed] for a cluster: pip install \"symgen[sweep]\".",
+                        epilog=EXIT_STATUS)
+    pw.add_argument("target", metavar="MODEL", help="model file (.yaml, .yml, .json, .urdf)")
+    pw.add_argument("cases", metavar="CASES", help="cases file (.yaml, .yml, .json): a table or a dispersion spec")
+    pw.add_argument("--out", required=True, help="the Zarr store the results go to (a directory, e.g. results.zarr)")
+    where = pw.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="run on a local Dask cluster of N worker processes (default: in this process)")
+    pw.add_argument("--dt", type=float, help="time step, s (default: the cases file's dt)")
+    pw.add_argument("--n-steps", type=int, help="steps per case (default: the cases file's n_steps)")
+    pw.add_argument("--every", type=int, help="keep every k-th step (default: the cases file's, else 1)")
+    pw.add_argument("--method", choices=("rk4", "euler"), help="integrator (default: the cases file's, else rk4)")
+    pw.add_argument("--chunk-size", type=int, metavar="N",
+                    help="cases per chunk (one task, one Zarr chunk; default: about 8 MB of outputs, at least 4 "
+                         "chunks per worker)")
+    pw.add_argument("--outputs", default="q,u", choices=("q,u", "q", "u"), help="what to keep (default: q,u)")
+    pw.add_argument("--overwrite", action="store_true",
+                    help="start over when --out holds another sweep (default: refuse; the same sweep resumes)")
+    pw.add_argument("--summary", action="store_true", help="print percentiles of the final state over the cases")
+    _add_model_options(pw)
+    _add_output_flags(pw)
+    pw.set_defaults(func=cmd_sweep)
     return p
 
 

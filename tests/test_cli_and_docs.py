@@ -248,7 +248,7 @@ def _subcommands():
 def test_help(cmd):
     """--help of the program and of every command (the list is checked against the parser's own): status 0,
     the usage line, every option the parser defines, and the exit statuses."""
-    assert set(_subcommands()) == {"build", "info", "show", "hinges", "bench"}
+    assert set(_subcommands()) == {"build", "info", "show", "hinges", "bench", "sweep"}
     out = run(*cmd, "--help")
     assert out.returncode == 0 and out.stdout.startswith("usage: python -m symgen")
     parser = _subcommands()[cmd[0]] if cmd else symgen.cli.make_parser()
