@@ -383,8 +383,12 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = ()) ->
     max_nu = max([1] + [layout[b.name]["nu"] for b in model.bodies])
     from .layout import ModelLayout
 
+    from .model.parameters import nominal_theta, resolve
+
+    blocks = resolve(model, [layout[b.name]["nu"] for b in model.bodies])
     ML = ModelLayout([(layout[b.name]["nq"], layout[b.name]["nu"]) for b in model.bodies],
-                     [(d["nq"], d["nu"]) for d in loops])
+                     [(d["nq"], d["nu"]) for d in loops], blocks)
+    theta0 = nominal_theta(model, ML.theta_blocks)
     B = ML.kinematics.size
 
     def const(k, field):
@@ -429,8 +433,13 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = ()) ->
         return ([casts] if casts else []) + lines
     return {"nb": nb, "nq": nq, "nu": nu, "block": B, "pose_size": ML.poses.size, "pinv_offset": ML.body_const["pinv"], **dyn,
             "size_defines": ML.c_defines(f"sg_{name}"),
+            "theta_table": ([f"static const double sg_{name}_theta0[{len(theta0)}] = {_c_array(theta0)};  "
+                             "/* the parameters' values in the model file */"] if theta0 else []),
+            "theta_init": ([f"for (i = 0; i < {len(theta0)}; ++i) p[{ML.params['theta']} + i] = sg_{name}_theta0[i];"]
+                           if theta0 else []),
             "rollout": {"fd": "ta_forward_dynamics" if loops else "forward_dynamics",
                         "p_size": ML.ta_params.size if loops else ML.params.size,
+                        "p_fields": "g, T, f_ext" + (", theta" if ML.theta_blocks else "") + (", gains" if loops else ""),
                         "out_size": ML.ta_out.size if loops else max(nu, 1), "nq_dim": max(nq, 1),
                         "nu_dim": max(nu, 1)},
             "kinematics_lines": cast(kinematics_lines),
@@ -581,6 +590,11 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L) -> dict:
     lf = LoopForm(bodies, L, name)
     loops = lf.emit()
     traced = _traced_dynamics(bodies, L, layout, slugs)
+    if L.theta_blocks and not (traced["fd"] and traced["mm"]):
+        from .model import ModelError
+
+        raise ModelError(f"{model.source or model.name}: parametric builds need the straight-line dynamics, and "
+                         f"this model is past symgen.soa's size limits; build it without parameters=")
     fd_traced = traced["fd"] or [f"return sg_{name}_fd_loop(q, u, p, out, 0);  /* the loop form, for large models */"]
     id_traced = traced["id"] or [f"sg_{name}_inverse_dynamics_loop(q, u, p, out);  /* the loop form, for large models */"]
     mm = traced["mm"] or [f"sg_{name}_mass_matrix_loop(q, u, p, out);  /* the loop form, for deep trees */"]
@@ -627,6 +641,25 @@ def kernel_structure(h: Hinge) -> dict:
             "coord_map_alias": aliases(h.coord_map), "coord_map_dot_alias": aliases(h.coord_map_dot)}
 
 
+def parametric_bodies(T, bodies, L) -> list:
+    """The bodies with the parameters of a parametric build (:attr:`symgen.layout.ModelLayout.theta_blocks`)
+    as runtime inputs read from p instead of folded constants: a body's rigid inertia (m, h, J about its
+    origin), a hinge's armature."""
+    import dataclasses
+
+    from . import soa
+
+    out = list(bodies)
+    for blk in L.theta_blocks:
+        b, p = out[blk["body"]], [T.input(f"p[{blk['offset'] + i}]") for i in range(blk["size"])]
+        if blk["kind"] == "inertia":
+            J = [[p[4], p[5], p[6]], [p[5], p[7], p[8]], [p[6], p[8], p[9]]]
+            out[blk["body"]] = dataclasses.replace(b, M=soa.rigid_inertia(p[0], p[1:4], J))
+        else:
+            out[blk["body"]] = dataclasses.replace(b, armature=p)
+    return out
+
+
 def _traced_dynamics(bodies, L, layout, slugs) -> dict:
     """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.soa`);
     None for those over symgen.soa's size limits (FD and ID together by FD's length, M by its walk)."""
@@ -637,7 +670,9 @@ def _traced_dynamics(bodies, L, layout, slugs) -> dict:
     io = soa.ArrayIO(L)
 
     def trace(fn):
-        return _trace_function(partial(fn, io=io), bodies, L.nu, _HingeCalls(layout, slugs))
+        run = partial(fn, io=io)
+        return _trace_function(lambda T, bodies, nu: run(T, parametric_bodies(T, bodies, L), nu), bodies, L.nu,
+                               _HingeCalls(layout, slugs))
 
     fd = trace(soa.atbi)
     straight = len(fd) <= soa.STRAIGHT_LINE_LIMIT

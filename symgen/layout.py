@@ -8,9 +8,10 @@ reads its offsets from it.  Numpy-free and sympy-free, so the runtime can import
 Arrays (per state; a batch puts states back to back):
 
 * ``q`` (nQ), ``u`` (nU): each hinge's coordinates at its ``q0`` / ``u0``, bodies in parent-before-child order.
-* ``p`` of the dynamics (:attr:`ModelLayout.params`): ``[g (3), tau (nU), f_ext (6 per body)]``;
+* ``p`` of the dynamics (:attr:`ModelLayout.params`): ``[g (3), tau (nU), f_ext (6 per body), theta]``;
   ``tau`` is T for forward dynamics and Udot for inverse dynamics; ``f_ext`` is a body-frame wrench
-  ``[N; F]`` at each body origin.
+  ``[N; F]`` at each body origin; ``theta`` the runtime parameters of a parametric build
+  (:mod:`symgen.model.parameters`; empty otherwise), block by block (:attr:`ModelLayout.theta_blocks`).
 * ``kinematics`` output, per body (:attr:`ModelLayout.kinematics`): ``[R (9), p (3), J (6 x nU), Jdot (6 x nU)]``.
 * ``poses`` output, per body (:attr:`ModelLayout.poses`): ``[R (9), p (3)]``.
 * ``atbi_matrices`` output, per body (:attr:`ModelLayout.mats`): six blocks of 36,
@@ -53,7 +54,7 @@ class ModelLayout:
 
     ``hinges``: per body, parent before child, ``(nq, nu)`` of its hinge."""
 
-    def __init__(self, hinges, loops=()):
+    def __init__(self, hinges, loops=(), theta_blocks=()):
         self.nqh = [int(nq) for nq, _ in hinges]
         self.nuh = [int(nu) for _, nu in hinges]
         self.nb = len(self.nuh)
@@ -65,7 +66,13 @@ class ModelLayout:
         self.nq, self.nu = q, u
         self.max_nu = max([1] + self.nuh)
         nu, m = self.nu, self.max_nu
-        self.params = Record(("gravity", 3), ("tau", nu), ("f_ext", 6 * self.nb))
+        #: parametric builds: per block (symgen.model.parameters.resolve, sizes filled in) its offset in p
+        self.theta_blocks = [dict(b) for b in theta_blocks]
+        self.params = Record(("gravity", 3), ("tau", nu), ("f_ext", 6 * self.nb),
+                             ("theta", sum(b["size"] for b in self.theta_blocks)))
+        o = self.params["theta"]
+        for b in self.theta_blocks:
+            b["offset"], o = o, o + b["size"]
         self.kinematics = Record(("R", 9), ("p", 3), ("J", 6 * nu), ("Jdot", 6 * nu))
         self.poses = Record(("R", 9), ("p", 3))
         self.mats = Record(("P", 36), ("D", 36), ("Dinv", 36), ("G", 36), ("tauper", 36), ("psi", 36))
@@ -105,7 +112,8 @@ class ModelLayout:
         by_body = {h["body"]: h for h in hinges.values()}
         return cls([(by_body[b["name"]]["q"][1] - by_body[b["name"]]["q"][0],
                      by_body[b["name"]]["u"][1] - by_body[b["name"]]["u"][0]) for b in manifest["bodies"]],
-                   [(lc["nq"], lc["nu"]) for lc in manifest.get("loops", [])])
+                   [(lc["nq"], lc["nu"]) for lc in manifest.get("loops", [])],
+                   manifest.get("parameters", {}).get("blocks", ()))
 
     def f_ext(self, k: int) -> int:
         """Offset in ``p`` of body k's external wrench."""
@@ -115,6 +123,7 @@ class ModelLayout:
         """``#define`` lines of the sizes a C caller needs (``SG_<MODEL>_NQ``, ...)."""
         P = prefix.upper()
         return [f"#define {P}_NQ {self.nq}", f"#define {P}_NU {self.nu}", f"#define {P}_NB {self.nb}",
-                f"#define {P}_P_SIZE {self.params.size}  /* p of the dynamics: g (3), T or Udot (nU), f_ext (6 per body) */",
+                f"#define {P}_P_SIZE {self.params.size}  /* p of the dynamics: g (3), T or Udot (nU), f_ext (6 per body)"
+                + (f", theta ({self.params.size - self.params['theta']}) */" if self.theta_blocks else " */"),
                 f"#define {P}_KINEMATICS_BLOCK {self.kinematics.size}  /* per body: R (9), p (3), J, Jdot (6 x nU each) */",
                 f"#define {P}_MATS_BLOCK {self.mats.size}  /* per body: P, D, Dinv, G, tauper, psi (36 each) */"]

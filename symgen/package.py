@@ -94,15 +94,22 @@ def _install_package(target: Path, files: dict, so: Path, manifest: dict) -> Non
 
 
 def build(path, floating_base: bool = False, out=None, progress=None, *, armature=None, lock=None,
-          balance_inertia: bool = False, accept_indefinite_inertia: bool = False):
+          balance_inertia: bool = False, accept_indefinite_inertia: bool = False, parameters=None):
     """What :func:`symgen.build` runs (its docstring documents every option): read the model file with
     :func:`symgen.model.load_model`, then :func:`build_model`."""
+    import dataclasses
+
     from .model import Model, load_model
 
     if isinstance(path, Model):
         if floating_base or armature or lock or balance_inertia or accept_indefinite_inertia:
             raise ValueError("symgen.build: a Model object is built as it is; loading options apply to files")
-        return build_model(path, out=out, progress=progress)
-    model = load_model(path, floating_base=floating_base, armature=armature, lock=lock,
-                       balance_inertia=balance_inertia, accept_indefinite_inertia=accept_indefinite_inertia)
+        model = path
+    else:
+        model = load_model(path, floating_base=floating_base, armature=armature, lock=lock,
+                           balance_inertia=balance_inertia, accept_indefinite_inertia=accept_indefinite_inertia)
+    if parameters:
+        if isinstance(parameters, str):
+            parameters = [parameters]
+        model = dataclasses.replace(model, parameters=list(parameters))
     return build_model(model, out=out, progress=progress)

@@ -227,9 +227,17 @@ def model_sources(model):
                 "bodies": [{"name": b.name, "parent": b.parent, "hinge": b.hinge_name, "mass": b.mass,
                             "com": list(b.com), "inertia": [list(r) for r in b.inertia]} for b in model.bodies],
                 "frames": frames, "hinges": hinges, "hinge_specs": specs,
-                "loops": loop_manifest, "parts": parts,
+                "loops": loop_manifest, "parts": parts, "parameters": _parameters_manifest(model, layout),
                 "warnings": list(model.warnings)}
     return files, manifest
+
+
+def _parameters_manifest(model, layout) -> dict:
+    """A parametric build's parameter names and theta blocks (symgen.model.parameters), for the runtime."""
+    from .model.parameters import resolve
+
+    return {"names": list(dict.fromkeys(model.parameters)),
+            "blocks": resolve(model, [layout[b.name]["nu"] for b in model.bodies])}
 
 
 def _loop_specs(model, files, hinge_specs):

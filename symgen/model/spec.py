@@ -121,6 +121,8 @@ class Model:
     gravity: tuple = (0.0, 0.0, -9.81)
     source: str = ""
     warnings: list = field(default_factory=list)
+    #: names kept as runtime inputs of the dynamics instead of folded literals (symgen.model.parameters)
+    parameters: list = field(default_factory=list)
 
     def body(self, name: str) -> Body:
         for b in self.bodies:

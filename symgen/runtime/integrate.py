@@ -22,7 +22,7 @@ METHODS = {"rk4": 0, "euler": 1, "semi_implicit_euler": 1}
 
 
 def rollout(mb, q0, u0, dt: float, n_steps: int, T=None, every: int = 1, method: str = "rk4", f_ext=None,
-            gravity=None, baumgarte=None) -> dict:
+            gravity=None, baumgarte=None, params=None) -> dict:
     """N trajectories integrated inside C in one call, with a fixed step (MuJoCo's ``rollout``).
 
     ``q0`` (N, nQ) or (nQ,), ``u0`` (N, nU) or (nU,) (one row serves every case).  ``T``: None (zero), (nU,)
@@ -30,7 +30,8 @@ def rollout(mb, q0, u0, dt: float, n_steps: int, T=None, every: int = 1, method:
     ``method``: ``"rk4"`` (classical RK4) or ``"euler"`` (semi-implicit: U first, then Q with the new U).  After
     every step quaternions are renormalized and SPHERICAL rotation vectors sanitized.  ``f_ext`` and ``gravity``
     as in :meth:`~MultibodyModel.forward_dynamics`, the same for every case; on a model with loops each stage
-    runs TA forward dynamics, ``baumgarte=(omega_n, zeta)`` as there.
+    runs TA forward dynamics, ``baumgarte=(omega_n, zeta)`` as there.  ``params``: a parametric build's
+    parameters (:attr:`~MultibodyModel.parameters`), one value for every case or one per case.
 
     Returns ``{"t": (K,), "q": (N, K, nQ), "u": (N, K, nU), "ok": (N,) bool}`` with ``K = n_steps // every
     + 1``, row 0 the initial state and row j the state after ``j * every`` steps; always with the case axis,
@@ -53,18 +54,20 @@ def rollout(mb, q0, u0, dt: float, n_steps: int, T=None, every: int = 1, method:
         raise ValueError(f"{mb.name}: rollout needs q0 (N, {mb.nq}) or ({mb.nq},) and u0 (N, {mb.nu}) or "
                          f"({mb.nu},) with the same N, got {np.shape(q0)} and {np.shape(u0)}")
     T_arr, T_case, T_step = _torques(mb, T, n, n_steps)
-    p = mb._p(1, np.zeros(mb.nu), f_ext, gravity)[0]
+    n_p = n if params else 1  # one p per case only when the parameters may differ between cases
+    p = mb._p(n_p, np.zeros(mb.nu), f_ext, gravity, params)
     if mb.loops:
-        p = np.concatenate([p, _gains(mb, baumgarte)])
+        p = np.concatenate([p, np.broadcast_to(mb._loop_gains(baumgarte), (n_p, 2))], axis=1)
     elif baumgarte is not None:
         raise ValueError(f"{mb.name}: baumgarte= stabilizes loop constraints; this model has none")
+    p = np.ascontiguousarray(p)
     K = n_steps // every + 1
     q_out, u_out = np.empty((n, K, mb.nq)), np.empty((n, K, mb.nu))
     status = np.zeros(max(n, 1), dtype=np.intc)
     fb, null = mb._ffi.from_buffer, mb._ffi.NULL
     getattr(mb._lib, f"sg_{mb.name}_rollout")(
         n, n_steps, every, METHODS[method], float(dt), mb._buf(Q0), mb._buf(U0),
-        null if T_arr is None else mb._buf(T_arr), T_case, T_step, mb._buf(p),
+        null if T_arr is None else mb._buf(T_arr), T_case, T_step, mb._buf(p), p.shape[1] if n_p > 1 else 0,
         fb("double[]", q_out, require_writable=True) if q_out.size else null,
         fb("double[]", u_out, require_writable=True) if u_out.size else null, fb("int[]", status))
     return {"t": np.arange(K) * (every * float(dt)), "q": q_out, "u": u_out, "ok": status[:n] == 0,
@@ -85,12 +88,6 @@ def _torques(mb, T, n, n_steps):
         return A, n_steps * nu, nu
     raise ValueError(f"{mb.name}: rollout T must be ({nu},), (N, {nu}) per case or (N, n_steps, {nu}) per step "
                      f"with N = {n}, n_steps = {n_steps}; got {A.shape}")
-
-
-def _gains(mb, baumgarte):
-    from .loops import gains
-
-    return np.zeros(2) if baumgarte is None else gains(mb, baumgarte)
 
 
 def simulate(mb, q0, u0, t_span, dt: float, T=None, f_ext=None, gravity=None, baumgarte=None,

@@ -22,6 +22,7 @@ import numpy as np
 from . import fit as _fit
 from . import integrate as _integrate
 from . import loops as _loops
+from . import parameters as _parameters
 from ..layout import ModelLayout
 from .f2f import FrameToFrame
 from .hinge_kernels import HingeKernels, load_generated
@@ -102,6 +103,21 @@ class MultibodyModel:
         self.loops = tuple(_loops.LoopConstraint(self, i, info) for i, info in enumerate(manifest.get("loops", [])))
         self.loop_names = tuple(c.name for c in self.loops)
         self._ta1 = getattr(lib, f"sg_{nm}_ta_forward_dynamics_single") if self.loops else None
+        #: parametric builds: the model file's mass properties, the parameters' values there, and a p with them
+        self._body_props = {b["name"]: (float(b["mass"]), np.array(b["com"], float), np.array(b["inertia"], float))
+                            for b in manifest["bodies"]}
+        self._param_nominal = _parameters.nominal(self)
+        if self.layout.theta_blocks:
+            self._p_nominal = self._fb(self._dbl, self._p(1, np.zeros(self.nu), None, None)[0])
+            self._dummy = self._p_nominal  # the mass matrix's one-state path reads the parameters from p
+
+    @property
+    def parameters(self) -> dict:
+        """``{name: value in the model file}`` of the quantities this build keeps as runtime inputs
+        (``symgen.build(..., parameters=[...])``): ``"<body>.mass"``, ``"<body>.com"``, ``"<body>.inertia"``
+        (about the CoM, body axes), ``"<hinge>.armature"``, ``"gravity"``.  The dynamics methods and
+        :meth:`rollout` take ``params={name: value}`` (one value, or one per state / case)."""
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self._param_nominal.items()}
 
     @property
     def gravity(self) -> np.ndarray:
@@ -357,17 +373,26 @@ class MultibodyModel:
         return FrameToFrame(self, names[self._fidx(oframe)], names[self._fidx(pframe)])
 
     # ---- dynamics
-    def _p(self, n, middle, f_ext, gravity):
-        """p = [g (3), middle (nU), f_ext in body frames (6 per body)] for n states."""
+    def _p(self, n, middle, f_ext, gravity, params=None):
+        """p = [g (3), middle (nU), f_ext in body frames (6 per body), theta] for n states (theta: the
+        parameters of a parametric build, from ``params`` or the model file)."""
+        if params and "gravity" in params:
+            if gravity is not None:
+                raise ValueError(f"{self.name}: give gravity= or params={{'gravity': ...}}, not both")
+            gravity = params["gravity"]
         g = self.gravity if gravity is None else np.asarray(gravity, dtype=float)
-        if g.shape != (3,):
-            raise ValueError(f"{self.name}: gravity must be 3 numbers, got {g.shape}")
+        if g.shape not in ((3,), (n, 3)):
+            raise ValueError(f"{self.name}: gravity must be 3 numbers (or one row per state), got {g.shape}")
         L = self.layout.params
         P = np.zeros((n, L.size))
         P[:, L.span("gravity")] = g
         P[:, L.span("tau")] = middle
         if f_ext is not None:
             P[:, L.span("f_ext")] = self._fext(n, f_ext).reshape(n, -1)
+        if self.layout.theta_blocks:
+            P[:, L.span("theta")] = _parameters.theta(self, n, params)
+        elif params and set(params) - {"gravity"}:
+            _parameters.theta(self, n, params)  # raises: names no parameter of this build
         return P
 
     def _fext(self, n, f_ext):
@@ -390,6 +415,10 @@ class MultibodyModel:
             F[:, b, :3] += RN + np.cross(l, RF)
             F[:, b, 3:] += RF
         return F
+
+    def _loop_gains(self, baumgarte) -> np.ndarray:
+        """Baumgarte's (omega_n, zeta) checked, or zeros (no stabilization)."""
+        return np.zeros(2) if baumgarte is None else _loops.gains(self, baumgarte)
 
     def _check_status(self, status, what):
         if status:
@@ -423,21 +452,21 @@ class MultibodyModel:
             raise ValueError(f"{self.name}: gravity must be 3 numbers, got {g.shape}")
         return g
 
-    def _dynamics(self, kernel, q, u, middle, f_ext, gravity, out=None) -> np.ndarray:
-        """One dynamics kernel whose p is [g, middle (nU), f_ext], batched and checked (the methods try their
-        one-state path first)."""
+    def _dynamics(self, kernel, q, u, middle, f_ext, gravity, out=None, params=None) -> np.ndarray:
+        """One dynamics kernel whose p is [g, middle (nU), f_ext, theta], batched and checked (the methods try
+        their one-state path first)."""
         single, Q, U = self._states(q, u)
         _, _, M = self._states(q, middle)
         if out is not None:
             out = self._out_buffer(out, (self.nu,) if single else (Q.shape[0], self.nu), kernel)
-        res, status = self._call(kernel, Q, U, self._p(Q.shape[0], M, f_ext, gravity), self.nu,
+        res, status = self._call(kernel, Q, U, self._p(Q.shape[0], M, f_ext, gravity, params), self.nu,
                                  None if out is None else out.reshape(Q.shape[0], self.nu))
         if status:
             self._check_status(status, kernel)
         return out if out is not None else self._out(single, res)
 
     def forward_dynamics(self, q, u, T, f_ext=None, gravity=None, out=None, baumgarte=None,
-                         tree: bool = False) -> np.ndarray:
+                         tree: bool = False, params=None) -> np.ndarray:
         """Udot by the ATBI recursion.  ``T``: generalized forces (nU); ``f_ext``: ``{frame: [N; F] in that
         frame}`` or an array of body-frame wrenches ``(nb, 6)``; ``gravity`` overrides the model's;
         ``out``: a preallocated float64 array of the result's shape, filled and returned.
@@ -446,8 +475,12 @@ class MultibodyModel:
         compliance of the constraints from O(n) passes on the same factorization, multipliers by a
         rank-revealing solve, an O(n) correction; :mod:`symgen.loops`), one C call per state;
         ``baumgarte=(omega_n, zeta)`` adds Baumgarte stabilization, ``e'' + 2 zeta omega_n e' + omega_n^2 e
-        = 0`` for the constrained errors e.  ``tree=True`` ignores the loops (the cut tree's dynamics)."""
+        = 0`` for the constrained errors e.  ``tree=True`` ignores the loops (the cut tree's dynamics).
+        ``params``: values of a parametric build's parameters (:attr:`parameters`), one or one per state."""
         loops = bool(self.loops) and not tree
+        if loops and params is not None:  # a model with loops has no theta: only gravity can be a parameter
+            self._p(1, np.zeros(self.nu), None, gravity, params)  # checks the names
+            gravity, params = params.get("gravity", gravity), None
         if baumgarte is not None and not loops:
             raise ValueError(f"{self.name}: baumgarte= stabilizes loop constraints; this call has none"
                              + (" (tree=True)" if self.loops else ""))
@@ -455,7 +488,7 @@ class MultibodyModel:
         # (sg_<name>_forward_dynamics_single, or _ta_forward_dynamics_single with loops, assembles p on the C
         # stack); allocates only the output (none with out=) and cffi's pointer objects.  Anything else takes
         # the general path, which converts and checks.
-        if f_ext is None:
+        if f_ext is None and params is None:
             fb, dbl, su = self._fb, self._dbl, self._shape_u
             try:
                 ok = q.dtype is _F64 is u.dtype is T.dtype and q.shape == self._shape_q and u.shape == su == T.shape
@@ -484,10 +517,10 @@ class MultibodyModel:
                 self._out_buffer(out, udot.shape, "forward_dynamics")[...] = udot
                 return out
             return udot
-        return self._dynamics("forward_dynamics", q, u, T, f_ext, gravity, out)
+        return self._dynamics("forward_dynamics", q, u, T, f_ext, gravity, out, params)
 
     def inverse_dynamics(self, q, u, udot, f_ext=None, gravity=None, out=None, actuated=None,
-                         tree: bool = False) -> np.ndarray:
+                         tree: bool = False, params=None) -> np.ndarray:
         """T by Newton-Euler (gravity included).  ``out`` as in :meth:`forward_dynamics`.
 
         On a model with loops, without ``actuated`` this is the cut tree's T (the loops carry no force).
@@ -496,7 +529,7 @@ class MultibodyModel:
         minimum-norm where redundant) solution of ``ID_tree = S T_a + G_c^T lambda``."""
         if actuated is not None:
             return _loops.closed_inverse_dynamics(self, q, u, udot, actuated, f_ext=f_ext, gravity=gravity)
-        if f_ext is None:                           # one state: as forward_dynamics
+        if f_ext is None and params is None:        # one state: as forward_dynamics
             fb, dbl, su = self._fb, self._dbl, self._shape_u
             try:
                 ok = (q.dtype is _F64 is u.dtype is udot.dtype and q.shape == self._shape_q
@@ -513,13 +546,14 @@ class MultibodyModel:
                 else:
                     self._id1(pq, pu, g, pa, self._outp(out, su, "inverse_dynamics"))
                 return out
-        return self._dynamics("inverse_dynamics", q, u, udot, f_ext, gravity, out)
+        return self._dynamics("inverse_dynamics", q, u, udot, f_ext, gravity, out, params)
 
-    def mass_matrix(self, q, out=None) -> np.ndarray:
+    def mass_matrix(self, q, out=None, params=None) -> np.ndarray:
         """Composite-body mass matrix (nU x nU, symmetric).  ``out``: a preallocated float64 array of shape
-        (nU, nU), or (N, nU, nU) for a batch, filled and returned."""
+        (nU, nU), or (N, nU, nU) for a batch, filled and returned.  ``params`` as in :meth:`forward_dynamics`."""
         try:
-            pq = self._fb(self._dbl, q) if q.dtype is _F64 and q.shape == self._shape_q else None
+            pq = (self._fb(self._dbl, q) if q.dtype is _F64 and q.shape == self._shape_q and params is None
+                  else None)
         except (AttributeError, ValueError):
             pq = None
         if pq is not None:
@@ -533,7 +567,9 @@ class MultibodyModel:
         single, Q, U = self._states(q)
         if out is not None:
             out = self._out_buffer(out, (nu, nu) if single else (Q.shape[0], nu, nu), "mass_matrix")
-        res, _ = self._call("mass_matrix", Q, U, np.zeros((Q.shape[0], 1)), nu * nu,
+        P = (self._p(Q.shape[0], np.zeros(nu), None, None, params) if self.layout.theta_blocks or params
+             else np.zeros((Q.shape[0], self.layout.params.size)))
+        res, _ = self._call("mass_matrix", Q, U, P, nu * nu,
                             None if out is None else out.reshape(Q.shape[0], nu * nu))
         return out if out is not None else self._out(single, res.reshape(Q.shape[0], nu, nu))
 
@@ -616,9 +652,9 @@ class MultibodyModel:
     simulate.__doc__ = _integrate.simulate.__doc__
 
     def rollout(self, q0, u0, dt: float, n_steps: int, T=None, every: int = 1, method: str = "rk4", f_ext=None,
-                gravity=None, baumgarte=None) -> dict:
+                gravity=None, baumgarte=None, params=None) -> dict:
         return _integrate.rollout(self, q0, u0, dt, n_steps, T=T, every=every, method=method, f_ext=f_ext,
-                                  gravity=gravity, baumgarte=baumgarte)
+                                  gravity=gravity, baumgarte=baumgarte, params=params)
 
     rollout.__doc__ = _integrate.rollout.__doc__
 

@@ -1,0 +1,65 @@
+"""Parameters of a parametric build at run time (:mod:`symgen.model.parameters` says which): their model-file
+values, and the ``theta`` block of the dynamics' p from the values a call gives."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def nominal(mb) -> dict:
+    """``{name: value}`` of every parameter as the model file gives it (mass a float, com (3,), inertia (3, 3)
+    about the CoM, armature (nU_h,), gravity (3,))."""
+    bodies = mb.manifest["bodies"]
+    out = {}
+    for name in mb.manifest.get("parameters", {}).get("names", []):
+        if name == "gravity":
+            out[name] = mb.gravity.copy()
+            continue
+        owner, _, what = name.rpartition(".")
+        if what == "armature":
+            h = mb.manifest["hinges"][owner]
+            out[name] = np.array(h["armature"], dtype=float)
+        else:
+            b = next(b for b in bodies if b["name"] == owner)
+            out[name] = float(b["mass"]) if what == "mass" else np.array(b[what], dtype=float)
+    return out
+
+
+def theta(mb, n: int, params) -> np.ndarray:
+    """(n, n_theta): the theta block for n states, the model-file values where ``params`` (``{name: value or
+    per-state values}``) says nothing."""
+    blocks = mb.layout.theta_blocks
+    values = dict(mb._param_nominal)
+    for name, v in (params or {}).items():
+        if name not in values:
+            raise KeyError(f"{mb.name}: no parameter {name!r} in this build (parameters: "
+                           f"{', '.join(values) or 'none; build with parameters=[...]'})")
+        values[name] = v
+    out = np.empty((n, sum(b["size"] for b in blocks)))
+    o = 0
+    for blk in blocks:
+        if blk["kind"] == "inertia":
+            body = mb.body_names[blk["body"]]
+            m = _per_state(mb, values[f"{body}.mass"] if f"{body}.mass" in values else mb._body_props[body][0],
+                           n, (), f"{body}.mass")
+            c = _per_state(mb, values.get(f"{body}.com", mb._body_props[body][1]), n, (3,), f"{body}.com")
+            J = _per_state(mb, values.get(f"{body}.inertia", mb._body_props[body][2]), n, (3, 3), f"{body}.inertia")
+            cc = np.einsum("ni,ni->n", c, c)
+            Jo = J + m[:, None, None] * (cc[:, None, None] * np.eye(3) - np.einsum("ni,nj->nij", c, c))
+            out[:, o] = m
+            out[:, o + 1:o + 4] = m[:, None] * c
+            out[:, o + 4:o + 10] = Jo[:, [0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]]
+        else:
+            out[:, o:o + blk["size"]] = _per_state(mb, values[f"{blk['hinge']}.armature"], n, (blk["size"],),
+                                                   f"{blk['hinge']}.armature")
+        o += blk["size"]
+    return out
+
+
+def _per_state(mb, v, n, shape, name) -> np.ndarray:
+    a = np.asarray(v, dtype=float)
+    if a.shape == shape:
+        return np.broadcast_to(a, (n, *shape))
+    if a.shape == (n, *shape):
+        return a
+    raise ValueError(f"{mb.name}: parameter {name!r} must have shape {shape} or ({n}, {', '.join(map(str, shape))})"
+                     f" for {n} states, got {a.shape}")
