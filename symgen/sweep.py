@@ -711,8 +711,8 @@ def _run_distributed(client, src, todo, common, store, hook, finished, meta) -> 
 
     if not todo:
         return
-    src_f = client.submit(_identity, src, key=f"symgen-sweep-sources-{src.hash}", pure=False)
-    run = uuid.uuid4().hex[:8]
+    run = uuid.uuid4().hex[:8]  # keys of this run only: cancelling them never touches another sweep's tasks
+    src_f = client.submit(_identity, src, key=f"symgen-sweep-{src.name}-{run}-sources-{src.hash}", pure=False)
     futures = [client.submit(_chunk_task, src_f, job, common, store, hook, retries=2, pure=False,
                              key=f"symgen-sweep-{meta['model_name']}-{run}-chunk-{job['chunk']:06d}")
                for job in todo]
