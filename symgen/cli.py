@@ -421,6 +421,9 @@ def cmd_sweep(args, ui) -> int:
         raise UsageError(f"--workers must be positive, got {args.workers}")
     if args.chunk_size is not None and args.chunk_size < 1:
         raise UsageError(f"--chunk-size must be positive, got {args.chunk_size}")
+    outputs = tuple(x.strip() for x in args.outputs.split(","))
+    if not outputs or not set(outputs) <= {"q", "u"} or len(set(outputs)) != len(outputs):
+        raise UsageError(f"--outputs {args.outputs!r}: give q,u or q or u")
     t0 = time.perf_counter()
     path, model, _ = _load(args, ui)
     client = cluster = None
@@ -463,7 +466,7 @@ def cmd_sweep(args, ui) -> int:
     try:
         with listening(ui.report()):
             res = sweep(model, args.cases, args.dt, args.n_steps, every=args.every, client=client, store=args.out,
-                        method=args.method, chunk_size=args.chunk_size, outputs=tuple(args.outputs.split(",")),
+                        method=args.method, chunk_size=args.chunk_size, outputs=outputs,
                         overwrite=args.overwrite, progress=on_event)
     except KeyboardInterrupt:
         ui.warn(f"interrupted: the chunks finished are in {args.out}; rerun the same command to resume")
@@ -617,7 +620,7 @@ def make_parser() -> argparse.ArgumentParser:
     pw.add_argument("--chunk-size", type=int, metavar="N",
                     help="cases per chunk (one task, one Zarr chunk; default: about 8 MB of outputs, at least 4 "
                          "chunks per worker)")
-    pw.add_argument("--outputs", default="q,u", choices=("q,u", "q", "u"), help="what to keep (default: q,u)")
+    pw.add_argument("--outputs", default="q,u", metavar="LIST", help="what to keep: q,u (default), q or u")
     pw.add_argument("--overwrite", action="store_true",
                     help="start over when --out holds another sweep (default: refuse; the same sweep resumes)")
     pw.add_argument("--summary", action="store_true", help="print percentiles of the final state over the cases")

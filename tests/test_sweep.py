@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -219,9 +220,10 @@ def test_summary(mb, cases, reference):
                        atol=1e-15)
 
 
-def test_cli_sweep(cases, reference, tmp_path, capsys):
-    """``python -m symgen sweep MODEL CASES.yaml --out STORE`` writes a store that reads back as the rollout;
-    a rerun resumes (nothing to compute); bad cases are a one-paragraph error with exit status 1."""
+def test_cli_sweep(cases, reference, tmp_path, capsys, monkeypatch):
+    """``python -m symgen sweep MODEL CASES.yaml --out STORE`` writes a store that reads back as the rollout
+    (one line per chunk on stderr, a tqdm bar instead on a terminal); a rerun resumes (nothing to compute);
+    bad cases are a one-paragraph error with exit status 1."""
     table = tmp_path / "cases.yaml"
     table.write_text(yaml.safe_dump({k: np.asarray(v).tolist() for k, v in cases.items()}
                                     | {"dt": DT, "n_steps": N_STEPS}))
@@ -247,3 +249,10 @@ def test_cli_sweep(cases, reference, tmp_path, capsys):
         assert "Traceback" not in err
     assert symgen.cli.main(argv + ["--dt", "0.002"]) == 1
     assert "holds another sweep (dt 0.001 there, 0.002 now)" in capsys.readouterr().err
+    assert symgen.cli.main(argv[:5] + ["--outputs", "q,v"]) == 2 and "--outputs" in capsys.readouterr().err
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert symgen.cli.main(argv[:4] + [str(tmp_path / "bar.zarr"), *argv[5:], "--outputs", "q"]) == 0
+    err = capsys.readouterr().err
+    assert "sweep    chunks:" in err and "chunk 1/" not in err
+    assert np.array_equal(load_sweep(tmp_path / "bar.zarr")["q"], reference["q"])
