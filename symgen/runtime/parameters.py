@@ -26,14 +26,21 @@ def nominal(mb) -> dict:
 
 def theta(mb, n: int, params) -> np.ndarray:
     """(n, n_theta): the theta block for n states, the model-file values where ``params`` (``{name: value or
-    per-state values}``) says nothing."""
-    blocks = mb.layout.theta_blocks
+    per-state values}``) says nothing.  Computed once and broadcast when no value is per state."""
     values = dict(mb._param_nominal)
     for name, v in (params or {}).items():
         if name not in values:
             raise KeyError(f"{mb.name}: no parameter {name!r} in this build (parameters: "
                            f"{', '.join(values) or 'none; build with parameters=[...]'})")
         values[name] = v
+    single = all(np.shape(v) == np.shape(mb._param_nominal[k]) for k, v in (params or {}).items())
+    if single and n != 1:
+        return np.broadcast_to(theta(mb, 1, params), (n, mb.layout.params.size - mb.layout.params["theta"]))
+    return _theta(mb, n, values)
+
+
+def _theta(mb, n, values) -> np.ndarray:
+    blocks = mb.layout.theta_blocks
     out = np.empty((n, sum(b["size"] for b in blocks)))
     o = 0
     for blk in blocks:
