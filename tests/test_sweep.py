@@ -197,6 +197,25 @@ def test_dispersion_spec(mb, tmp_path):
             symgen.sweep(MODEL, bad, DT, 10)
 
 
+def test_dispersion_sanitizes_quaternions():
+    """A spinning top on a BALL_QUAT hinge: q0 drawn around neutral Q (0, 0, 0, 1) is normalized by
+    mb.sanitize before the rollout, and the sweep of the spec is the rollout of the sampled table."""
+    from symgen.model import model_from_dict
+
+    model = model_from_dict({"name": "sweep_top", "bodies": [
+        {"name": "top", "parent": "newtonian", "mass": 1.0, "com": [0, 0, 0.1], "inertia": [0.01, 0.02, 0.03, 0, 0, 0],
+         "hinge": {"type": "BALL_QUAT", "name": "ball"}}]})
+    top = symgen.build(model)
+    spec = {"n": 20, "seed": 5, "q0": {"std": 0.3}, "u0": {"mean": [0, 0, 20], "std": 1.0}}
+    cols = sample_cases(spec, top)
+    rng = np.random.default_rng(5)
+    raw = np.array([0, 0, 0, 1.0]) + 0.3 * rng.standard_normal((20, 4))
+    assert np.allclose(cols["q0"], raw / np.linalg.norm(raw, axis=1, keepdims=True), rtol=0, atol=1e-15)
+    res = symgen.sweep(model, spec, DT, 100, every=20)
+    ref = top.rollout(cols["q0"], cols["u0"], DT, 100, every=20)
+    assert np.array_equal(res["q"], ref["q"]) and np.allclose(np.linalg.norm(res["q"], axis=2), 1, atol=1e-12)
+
+
 def test_bad_tables(mb):
     for bad, match in (({"u0": np.zeros((3, 2))}, "no q0"),
                        ({"q0": np.zeros((3, 3))}, r"q0 has shape \(3, 3\), expected \(n, 2\)"),
