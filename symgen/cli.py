@@ -598,7 +598,9 @@ def make_parser() -> argparse.ArgumentParser:
     pw = sub.add_parser("sweep", help="roll out many cases (a table or a dispersion spec) into a Zarr store",
                         formatter_class=fmt,
                         description="Roll out every case of CASES (a YAML/JSON file: a table q0: [[...], ...], "
-                                    "u0, T, or a dispersion spec n, seed, q0: {mean, std} or {low, high}, u0, T; "
+                                    "u0, T, params: {name: [...]}, or a dispersion spec n, seed, q0: {mean, std} "
+                                    "or {low, high}, u0, T, params: {name: {mean, std}}; the model is built with "
+                                    "the parameters the cases vary; "
                                     "it may also set dt, n_steps, every, method, chunk_size) with MODEL, in chunks "
                                     "of --chunk-size cases: in this process, on a local Dask cluster of --workers "
                                     "processes, or on a running one at --scheduler. Every chunk writes its rows of "

@@ -18,14 +18,15 @@ imported here only, and only when asked for (``pip install "symgen[sweep]"``).
 Store layout (one Zarr group)::
 
     attrs   symgen_sweep (format), model_hash, model_name, symgen_version, dt, n_steps, every, method,
-            n_cases, chunk_size, n_chunks, K, nq, nu, outputs, cases_hash, gravity, baumgarte, cases_spec
+            n_cases, chunk_size, n_chunks, K, nq, nu, outputs, cases_hash, params, gravity, baumgarte,
+            cases_spec
     t       (K,)            float64   time of each output row (row 0: the initial state)
     case    (n,)            int64     case ids, in the order of the input table
     q, u    (n, K, nq|nu)   float64   trajectories (the outputs asked for), chunks (chunk_size, K, nq|nu)
     ok      (n,)            bool      the case ran to the end (see rollout's ``ok``)
     status  (n,)            int32     forward dynamics' status of a failed case (0 when ok)
     done    (n_chunks,)     bool      chunk i's rows are written (one Zarr chunk per flag)
-    inputs/ q0, u0, T and every extra column of the table, chunked like the outputs
+    inputs/ q0, u0, T, params/<name> and every extra column of the table, chunked like the outputs
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ import numpy as np
 
 STORE_FORMAT = 1
 SETTINGS = ("dt", "n_steps", "every", "method", "chunk_size")  # scalars a cases file may set
-SPEC_KEYS = ("n", "seed", "q0", "u0", "T")
+SPEC_KEYS = ("n", "seed", "q0", "u0", "T", "params")
 OUTPUTS = ("q", "u")
 #: the settings a store is written for: a rerun that differs in one of them is refused
 MUST_MATCH = ("model_hash", "dt", "n_steps", "every", "method", "n_cases", "cases_hash", "outputs", "gravity",
@@ -154,12 +155,19 @@ def sources_of_built(mb):
     return None
 
 
-def _resolve_model(model, options: dict):
-    """``(mb, ModelSources or None)`` of a model file, a generated folder, a Model or a MultibodyModel."""
+def _resolve_model(model, options: dict, param_names=()):
+    """``(mb, ModelSources or None)`` of a model file, a generated folder, a Model or a MultibodyModel.  A file
+    or a Model is built with ``parameters=`` (an option) plus the parameters the cases vary (``param_names``;
+    gravity needs none)."""
+    import dataclasses
+
     from .runtime import MultibodyModel
 
+    options = dict(options)
+    parameters = options.pop("parameters", None) or []
+    parameters = [parameters] if isinstance(parameters, str) else list(parameters)
     if isinstance(model, MultibodyModel):
-        if options:
+        if options or parameters:
             raise SweepError(f"sweep: loading options ({', '.join(options)}) apply to model files, not to a "
                              "built model")
         found = sources_of_built(model)
@@ -167,7 +175,7 @@ def _resolve_model(model, options: dict):
     if isinstance(model, (str, os.PathLike)) and Path(model).is_dir():
         from .runtime import load_model as load_generated
 
-        return _resolve_model(load_generated(model), options)
+        return _resolve_model(load_generated(model), {**options, **({"parameters": parameters} if parameters else {})})
     from .model import Model, load_model
     from .sources import cached_model_sources
 
@@ -178,6 +186,9 @@ def _resolve_model(model, options: dict):
         model = load_model(model, **options)
     elif options:
         raise SweepError(f"sweep: loading options ({', '.join(options)}) apply to model files, not to a Model")
+    wanted = list(dict.fromkeys([*model.parameters, *parameters, *(n for n in param_names if n != "gravity")]))
+    if wanted != list(model.parameters):
+        model = dataclasses.replace(model, parameters=wanted)
     src = ModelSources(*cached_model_sources(model))
     return _worker_model(src), src  # loaded as the workers load it (symgen.package's build_model, less its checks)
 
@@ -250,6 +261,8 @@ def _table(data, where, mb) -> dict:
             raise SweepError(f"{where}: T has shape {T.shape}, expected ({n}, {mb.nu}) (constant per case) or "
                              f"({n}, n_steps, {mb.nu}) (per step)")
         cols["T"] = T
+    if data.get("params") is not None:
+        cols["params"] = _params_table(where, data["params"], n, mb)
     if data.get("case") is not None:
         case = np.asarray(data["case"])
         if case.shape != (n,) or case.dtype.kind not in "iu" or len(np.unique(case)) != n:
@@ -257,7 +270,7 @@ def _table(data, where, mb) -> dict:
                              f"{case.dtype} {case.shape}")
         cols["case"] = case.astype(np.int64)
     for key, v in data.items():
-        if key in ("q0", "u0", "T", "case") or _is_setting(key, v):
+        if key in ("q0", "u0", "T", "case", "params") or _is_setting(key, v):
             continue
         A = np.asarray(v)
         if A.ndim == 0 or A.shape[0] != n or A.dtype.kind not in "biuf":
@@ -269,24 +282,63 @@ def _table(data, where, mb) -> dict:
     return cols
 
 
+def _nominal_params(mb) -> dict:
+    """``{name: value}`` of what a case may vary through ``params``: the build's parameters, and gravity."""
+    return {"gravity": np.array(mb.gravity, dtype=float), **getattr(mb, "parameters", {})}
+
+
+def _param_names(where, params, mb) -> dict:
+    if not isinstance(params, dict):
+        raise SweepError(f"{where}: params must be a mapping {{parameter name: values}}, e.g. {{link1.mass: ...}}")
+    nominal = _nominal_params(mb)
+    for name in params:
+        if name not in nominal:
+            raise SweepError(f"{where}: params names {name!r}, which {mb.name} does not take at run time (it takes: "
+                             f"{', '.join(nominal)}); give the model as a file or a Model so that the sweep builds "
+                             f"it with its parameters, or build it with symgen.build(..., parameters=[{name!r}])")
+    return nominal
+
+
+def _params_table(where, params, n, mb) -> dict:
+    """Per-case parameter values ``{name: (n, *shape)}`` (a parameter's own shape: one value for every case)."""
+    nominal = _param_names(where, params, mb)
+    out = {}
+    for name, v in params.items():
+        shape = np.shape(nominal[name])
+        try:
+            A = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise SweepError(f"{where}: params {name!r} is not numbers") from None
+        if A.shape == shape:
+            A = np.broadcast_to(A, (n, *shape))
+        if A.shape != (n, *shape):
+            raise SweepError(f"{where}: params {name!r} has shape {A.shape}, expected {(n, *shape)} (one per case) "
+                             f"or {shape} (the same for all)")
+        out[name] = np.ascontiguousarray(A)
+    return out
+
+
 def _vector(where, name, v, k) -> np.ndarray:
     try:
         a = np.asarray(v, dtype=np.float64)
     except (TypeError, ValueError):
         raise SweepError(f"{where}: {name} must be a number or a list of {k} numbers") from None
+    shape = k if isinstance(k, tuple) else (k,)
     if a.ndim == 0:
-        return np.full(k, float(a))
-    if a.shape != (k,):
-        raise SweepError(f"{where}: {name} has {a.size} values, expected {k} (or one for all)")
+        return np.full(shape, float(a))
+    if a.shape != shape:
+        got, want = (a.size, shape[0]) if len(shape) == 1 else (f"shape {a.shape}", f"shape {shape}")
+        raise SweepError(f"{where}: {name} has {got} values, expected {want} (or one for all)")
     return a
 
 
 def _sample(where, name, d, n, k, default, rng) -> np.ndarray:
     """(n, k) values of one quantity of a dispersion spec (see :func:`sample_cases`)."""
+    shape = k if isinstance(k, tuple) else (k,)
     if d is None:
-        return np.tile(default, (n, 1))
+        return np.tile(default, (n,) + (1,) * len(shape))
     if not isinstance(d, dict):
-        return np.tile(_vector(where, name, d, k), (n, 1))
+        return np.tile(_vector(where, name, d, k), (n,) + (1,) * len(shape))
     bad = set(d) - {"distribution", "mean", "std", "low", "high"}
     dist = d.get("distribution") or ("uniform" if ("low" in d or "high" in d) else "normal")
     if bad or dist not in ("normal", "uniform"):
@@ -298,13 +350,13 @@ def _sample(where, name, d, n, k, default, rng) -> np.ndarray:
         std = _vector(where, f"{name}.std", d.get("std", 0.0), k)
         if np.any(std < 0):
             raise SweepError(f"{where}: {name}.std must be >= 0")
-        return mean + std * rng.standard_normal((n, k))
+        return mean + std * rng.standard_normal((n, *shape))
     if "low" not in d or "high" not in d:
         raise SweepError(f"{where}: {name}: a uniform distribution needs low and high")
     lo, hi = _vector(where, f"{name}.low", d["low"], k), _vector(where, f"{name}.high", d["high"], k)
     if np.any(hi < lo):
         raise SweepError(f"{where}: {name}: high must be >= low")
-    return rng.uniform(lo, hi, (n, k))
+    return rng.uniform(lo, hi, (n, *shape))
 
 
 def sample_cases(spec: dict, mb, where: str = "cases") -> dict:
@@ -313,8 +365,10 @@ def sample_cases(spec: dict, mb, where: str = "cases") -> dict:
     Each quantity is a list (the same value for every case; a number fills the row), ``{"mean": m, "std": s}``
     (normal; the mean defaults to neutral Q for q0 and zero otherwise) or ``{"low": a, "high": b}``
     (uniform); q0 omitted is neutral Q, u0 zero, T none.  One ``numpy.random.default_rng(seed)`` draws q0, then
-    u0, then T (an (N, k) block each, only for the random ones), so a spec gives the same cases everywhere;
-    q0 is then sanitized (quaternions normalized) with ``mb.sanitize``."""
+    u0, then T (an (N, k) block each, only for the random ones), then the ``params`` in the order of their
+    names (``{name: value or distribution}``, mean default the model file's value, shaped like the parameter),
+    so a spec gives the same cases everywhere; q0 is then sanitized (quaternions normalized) with
+    ``mb.sanitize``."""
     bad = set(spec) - set(SPEC_KEYS) - set(SETTINGS)
     if bad:
         raise SweepError(f"{where}: unknown keys {sorted(bad)} in a dispersion spec (known: "
@@ -332,6 +386,11 @@ def sample_cases(spec: dict, mb, where: str = "cases") -> dict:
     cols = {"q0": np.ascontiguousarray(q0, dtype=np.float64), "u0": u0}
     if spec.get("T") is not None:
         cols["T"] = _sample(where, "T", spec["T"], n, mb.nu, np.zeros(mb.nu), rng)
+    if spec.get("params") is not None:
+        nominal = _param_names(where, spec["params"], mb)
+        cols["params"] = {name: _sample(where, f"params {name}", spec["params"][name], n, np.shape(nominal[name]),
+                                        np.asarray(nominal[name], dtype=float), rng)
+                          for name in sorted(spec["params"])}
     return cols
 
 
@@ -347,10 +406,19 @@ def _jsonable(v):
     return v
 
 
+def _flat(cols: dict, prefix: str = "") -> dict:
+    """``{"q0": A, "params": {"link1.mass": B}}`` -> ``{"q0": A, "params/link1.mass": B}``."""
+    out = {}
+    for k, v in cols.items():
+        out.update(_flat(v, f"{prefix}{k}/") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
 def _cases_hash(cols: dict, case: np.ndarray) -> str:
     h = hashlib.sha256(np.ascontiguousarray(case).tobytes())
-    for k in sorted(cols):
-        A = np.ascontiguousarray(cols[k])
+    flat = _flat(cols)
+    for k in sorted(flat):
+        A = np.ascontiguousarray(flat[k])
         h.update(f"|{k}|{A.dtype.str}|{A.shape}|".encode() + A.tobytes())
     return h.hexdigest()[:16]
 
@@ -360,9 +428,10 @@ def _cases_hash(cols: dict, case: np.ndarray) -> str:
 # --------------------------------------------------------------------------------------------------
 
 def _rollout_chunk(mb, job: dict, common: dict) -> dict:
+    extra = {"params": job["params"]} if job.get("params") else {}  # (a build before parametric ones: no params=)
     return mb.rollout(job["q0"], job["u0"], common["dt"], common["n_steps"], T=job.get("T"),
                       every=common["every"], method=common["method"], gravity=common["gravity"],
-                      baumgarte=common["baumgarte"])
+                      baumgarte=common["baumgarte"], **extra)
 
 
 def _write_chunk(group, job: dict, r: dict, outputs, hook=None) -> None:
@@ -468,10 +537,10 @@ def _create_store(store, meta: dict, cols: dict, case, t):
     _create_array(g, "status", shape=(n,), chunks=(cs,), dtype="i4", fill_value=0)
     _create_array(g, "done", shape=(meta["n_chunks"],), chunks=(1,), dtype="bool", fill_value=False)
     inputs = g.require_group("inputs")
-    for name, A in cols.items():
-        if name == "case":
-            continue
-        _create_array(inputs, name, A, chunks=(cs, *(max(s, 1) for s in A.shape[1:])), dtype=A.dtype.str,
+    for name, A in _flat({k: v for k, v in cols.items() if k != "case"}).items():
+        where, _, leaf = name.rpartition("/")
+        _create_array(inputs.require_group(where) if where else inputs, leaf, A,
+                      chunks=(cs, *(max(s, 1) for s in A.shape[1:])), dtype=A.dtype.str,
                       fill_value=0 if A.dtype.kind != "b" else False)
     g.attrs.update({**_jsonable(meta), "ready": True})
     return g
@@ -494,9 +563,15 @@ def load_sweep(store, outputs=None) -> dict:
     for name in outputs:
         res[name] = g[name][:]
     res["ok"], res["status"], res["done"] = g["ok"][:], g["status"][:], g["done"][:]
-    res["inputs"] = {name: g["inputs"][name][:] for name in sorted(g["inputs"].array_keys())}
+    res["inputs"] = _read_group(g["inputs"])
     res["info"] = {**attrs, "complete": bool(res["done"].all()), "store": str(store)}
     return res
+
+
+def _read_group(g) -> dict:
+    out = {name: g[name][:] for name in sorted(g.array_keys())}
+    out.update({name: _read_group(g[name]) for name in sorted(g.group_keys())})
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -544,13 +619,16 @@ def sweep(model, cases, dt=None, n_steps=None, every=None, client=None, store=No
     """Roll out every case of ``cases`` with ``model`` (the same step ``dt``, ``n_steps``, ``every``, ``method``
     as :meth:`~symgen.runtime.MultibodyModel.rollout`), in chunks of ``chunk_size`` cases.
 
-    ``model``: a model file (with the loading options of :func:`symgen.build` as keywords), a generated model
-    folder, a :class:`symgen.model.Model` or a loaded MultibodyModel.  ``cases``: a table ``{"q0": (n, nQ),
-    "u0": (n, nU), "T": (n, nU) or (n, n_steps, nU), "case": (n,) ids}`` (u0, T, case optional; any other
-    per-case numeric column, e.g. ``seed``, is carried into ``res["inputs"]`` and the store), a dispersion spec
-    ``{"n": 1000, "seed": 0, "q0": {"mean": [...], "std": [...]}, "u0": {"low": ..., "high": ...}}`` (see
-    :func:`sample_cases`), or a YAML/JSON file with either; a file may also set dt, n_steps, every, method and
-    chunk_size (arguments win).
+    ``model``: a model file (with the loading options of :func:`symgen.build`, ``parameters=`` included, as
+    keywords), a generated model folder, a :class:`symgen.model.Model` or a loaded MultibodyModel.  ``cases``:
+    a table ``{"q0": (n, nQ), "u0": (n, nU), "T": (n, nU) or (n, n_steps, nU), "params": {name: (n, ...)},
+    "case": (n,) ids}`` (u0, T, params, case optional; any other per-case numeric column, e.g. ``seed``, is
+    carried into ``res["inputs"]`` and the store), a dispersion spec ``{"n": 1000, "seed": 0, "q0": {"mean":
+    [...], "std": [...]}, "u0": {"low": ..., "high": ...}, "params": {"link2.mass": {"mean": 1, "std": 0.1}}}``
+    (see :func:`sample_cases`), or a YAML/JSON file with either; a file may also set dt, n_steps, every, method
+    and chunk_size (arguments win).  ``params`` are the parameters of a parametric build
+    (:attr:`~symgen.runtime.MultibodyModel.parameters`, and ``gravity`` on any build), passed to rollout per
+    case; a model given as a file or a Model is built with the parameters the cases name.
 
     ``client``: a ``dask.distributed.Client`` (or a scheduler address): one task per chunk, retried on another
     worker when a worker dies.  Without one the chunks run here, ``threads`` at a time.  ``store``: a Zarr
@@ -572,7 +650,8 @@ def sweep(model, cases, dt=None, n_steps=None, every=None, client=None, store=No
         raise SweepError(f"sweep: threads must be a positive integer, got {threads!r}")
     data, where = _read_cases(cases)
     settings = _settings(data, dt=dt, n_steps=n_steps, every=every, method=method, chunk_size=chunk_size)
-    mb, src = _resolve_model(model, model_options)
+    params = data.get("params")
+    mb, src = _resolve_model(model, model_options, list(params) if isinstance(params, dict) else ())
     cols = sample_cases(data, mb, where) if "n" in data else _table(data, where, mb)
     n = cols["q0"].shape[0]
     T = cols.get("T")
@@ -602,6 +681,7 @@ def sweep(model, cases, dt=None, n_steps=None, every=None, client=None, store=No
                 "model_name": mb.name, "symgen_version": __version__, **settings, "chunk_size": int(cs),
                 "n_cases": n, "n_chunks": n_chunks, "K": K, "nq": mb.nq, "nu": mb.nu, "outputs": list(outputs),
                 "cases_hash": _cases_hash({k: v for k, v in cols.items() if k != "case"}, case),
+                "params": sorted(cols["params"]) if cols.get("params") else None,
                 "gravity": None if gravity is None else [float(x) for x in np.ravel(gravity)],
                 "baumgarte": None if baumgarte is None else [float(x) for x in np.ravel(baumgarte)],
                 "cases_spec": _jsonable(data) if "n" in data else None}
@@ -622,6 +702,8 @@ def sweep(model, cases, dt=None, n_steps=None, every=None, client=None, store=No
             job = {"chunk": i, "rows": (lo, hi), "q0": cols["q0"][lo:hi], "u0": cols["u0"][lo:hi]}
             if T is not None:
                 job["T"] = T[lo:hi]
+            if cols.get("params"):
+                job["params"] = {k: v[lo:hi] for k, v in cols["params"].items()}
             jobs.append(job)
         todo = [j for j in jobs if not done[j["chunk"]]]
         common = {**settings, "outputs": outputs, "gravity": gravity, "baumgarte": baumgarte}

@@ -216,6 +216,43 @@ def test_dispersion_sanitizes_quaternions():
     assert np.array_equal(res["q"], ref["q"]) and np.allclose(np.linalg.norm(res["q"], axis=2), 1, atol=1e-12)
 
 
+def test_parameter_sweep(client, mb, cases, reference, tmp_path):
+    """Cases that vary a mass: the model file is built with that parameter (as symgen.build(...,
+    parameters=[...]) builds it) and each chunk passes its cases' values to rollout; in process and on the
+    cluster alike, equal to one rollout with per-case params; the nominal mass reproduces the folded build to
+    1e-12.  Gravity per case needs no parametric build.  A built model without the parameter is refused."""
+    n = len(cases["q0"])
+    mass = np.linspace(0.5, 2.0, n)
+    mass[0] = 1.0  # the model file's value
+    table = {**cases, "params": {"link2.mass": mass}}
+    res = symgen.sweep(MODEL, table, DT, N_STEPS, every=EVERY, chunk_size=9)
+    mbp = symgen.build(MODEL, parameters=["link2.mass"])
+    ref = mbp.rollout(cases["q0"], cases["u0"], DT, N_STEPS, T=cases["T"], every=EVERY, params={"link2.mass": mass})
+    assert np.array_equal(res["q"], ref["q"]) and np.array_equal(res["u"], ref["u"])
+    assert np.allclose(res["q"][0], reference["q"][0], rtol=0, atol=1e-12)
+    assert not np.allclose(res["q"][1:], reference["q"][1:], atol=1e-3)  # the mass matters
+    assert np.array_equal(res["inputs"]["params"]["link2.mass"], mass) and res["info"]["params"] == ["link2.mass"]
+    store = tmp_path / "params.zarr"
+    on_cluster = symgen.sweep(MODEL, table, DT, N_STEPS, every=EVERY, chunk_size=9, client=client, store=store)
+    assert np.array_equal(on_cluster["q"], ref["q"])
+    assert np.array_equal(load_sweep(store)["inputs"]["params"]["link2.mass"], mass)
+
+    G = np.tile([0.0, 0.0, -9.81], (n, 1)) * np.linspace(0, 2, n)[:, None]
+    g_res = symgen.sweep(mb, {**cases, "params": {"gravity": G}}, DT, N_STEPS, every=EVERY)
+    g_ref = mb.rollout(cases["q0"], cases["u0"], DT, N_STEPS, T=cases["T"], every=EVERY, params={"gravity": G})
+    assert np.array_equal(g_res["q"], g_ref["q"])
+
+    spec = {"n": 12, "seed": 2, "params": {"link2.mass": {"std": 0.1}, "gravity": {"low": [0, 0, -10], "high": 0}}}
+    cols = sample_cases(spec, mbp)
+    rng = np.random.default_rng(2)
+    assert np.array_equal(cols["params"]["gravity"], rng.uniform([0, 0, -10], 0, (12, 3)))  # names in sorted order
+    assert np.array_equal(cols["params"]["link2.mass"], 1.0 + 0.1 * rng.standard_normal(12))  # mean: the file's
+    with pytest.raises(SweepError, match="does not take at run time"):
+        symgen.sweep(mb, table, DT, 10)
+    with pytest.raises(SweepError, match=r"params 'link2.mass' has shape \(3,\)"):
+        symgen.sweep(MODEL, {**cases, "params": {"link2.mass": [1.0, 2.0, 3.0]}}, DT, 10)
+
+
 def test_bad_tables(mb):
     for bad, match in (({"u0": np.zeros((3, 2))}, "no q0"),
                        ({"q0": np.zeros((3, 3))}, r"q0 has shape \(3, 3\), expected \(n, 2\)"),
