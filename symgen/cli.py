@@ -251,6 +251,10 @@ def _load(args, ui):
     model = load_model(path, floating_base=args.floating_base, balance_inertia=args.balance_inertia,
                        accept_indefinite_inertia=args.accept_indefinite_inertia,
                        armature=_armature_arg(args.armature), lock=args.lock or None)
+    if args.parameter:
+        import dataclasses
+
+        model = dataclasses.replace(model, parameters=list(args.parameter))
     for w in model.warnings:
         ui.warn(f"{path}: {w}")
     return path, model, time.perf_counter() - t
@@ -519,6 +523,9 @@ def _add_model_options(p) -> None:
     p.add_argument("--accept-indefinite-inertia", action="store_true",
                    help="load a link whose inertia has a clearly negative principal moment, with a warning "
                         "(Pinocchio does; default: an error)")
+    p.add_argument("--parameter", action="append", metavar="NAME",
+                   help="keep NAME as a runtime input of the dynamics instead of a folded literal (a parametric "
+                        "build): BODY.mass, BODY.com, BODY.inertia, HINGE.armature or gravity; repeatable")
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -158,3 +158,27 @@ def test_parameter_errors(parametric, folded):
         parametric.forward_dynamics(q, q, q, params={"link3.com": [1.0, 2.0]})
     with pytest.raises(ModelError, match="loop constraints"):
         symgen.build(URDF.parents[0] / "fourbar.yaml", parameters=["crank.mass"])
+
+
+def test_cli_parametric_build_loads_without_sympy(tmp_path, parametric):
+    """`python -m symgen build --parameter ...` writes a package whose manifest carries the parameters; loaded
+    in a fresh interpreter with sympy and jinja2 unavailable, it takes params= and gives the in-process
+    parametric build's numbers."""
+    import json
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "symgen", "build", str(URDF), "--out", str(tmp_path), "-q"]
+    for name in PARAMS:
+        args += ["--parameter", name]
+    out = subprocess.run(args, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "arm7" / "manifest.json").read_text())["parameters"]["names"] == PARAMS
+    script = (f"import sys, json, numpy as np\nsys.modules['sympy'] = None; sys.modules['jinja2'] = None\n"
+              f"from symgen.runtime import load_model\nmb = load_model({str(tmp_path / 'arm7')!r})\n"
+              f"q = np.linspace(-1, 1, 7)\n"
+              f"print(json.dumps(mb.forward_dynamics(q, q, q, params={{'link3.mass': 4.0}}).tolist()))\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    q = np.linspace(-1, 1, 7)
+    np.testing.assert_array_equal(json.loads(res.stdout), parametric.forward_dynamics(q, q, q, params={"link3.mass": 4.0}))
