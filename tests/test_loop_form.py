@@ -81,11 +81,14 @@ def model(request, tmp_path_factory):
         path = _yaml(tmp, random_tree_dict(int(name.rsplit("-", 1)[1])))
         return symgen.build(path)
     if name == "armature-tree":      # armature on every hinge that moves (loop form: armature read at run time)
+        from symgen.hinges import bind
+        from symgen.model import load_model
+
         d = random_tree_dict(5, name="armature_tree")
         path = _yaml(tmp, d)
-        probe = symgen.build(path)
-        arm = {h: 0.01 * (1 + i) for i, h in enumerate(probe.hinge_names)
-               if probe.u_slice(h).stop > probe.u_slice(h).start}
+        bodies = load_model(path).bodies   # the moving hinges, read without building the model
+        arm = {b.hinge_name: 0.01 * (1 + i) for i, b in enumerate(bodies)
+               if bind(b.hinge_type, **b.hinge_kwargs()).nu}
         return symgen.build(path, armature=arm)
     if name.startswith("random-urdf-"):
         path = tmp / f"{name}.urdf"
