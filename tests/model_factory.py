@@ -18,6 +18,19 @@ def _pose(rng, scale=0.4):
     return {"xyz": rng.uniform(-scale, scale, 3).tolist(), "rpy": rng.uniform(-np.pi, np.pi, 3).tolist()}
 
 
+def tree_model(seed: int):
+    """The random tree of every hinge type that several test files build (one compile per session, shared
+    through the build cache): random_tree_dict(seed) with CUSTOM's subhinges fixed per seed (3 or 7)."""
+    from symgen.model import model_from_dict
+
+    custom = {3: ["SPHERICAL", "LINEAR"], 7: ["LINEAR", "PIN", "LINEAR"]}[seed]
+    d = random_tree_dict(seed)
+    for b in d["bodies"]:
+        if b["hinge"]["type"] == "CUSTOM":
+            b["hinge"]["subhinges"] = custom
+    return model_from_dict(d, f"<tree {seed}>")
+
+
 def random_tree_dict(seed: int, types=None, name=None) -> dict:
     """A model document whose bodies use each hinge type once (random order, random parents, random
     onode/pnode poses and body frames)."""

@@ -14,7 +14,7 @@ import pytest
 
 import symgen
 from helpers import assert_close
-from model_factory import random_tree_dict, random_urdf
+from model_factory import random_urdf, tree_model
 from pin_maps import to_pin_q, u_map
 from symgen.model import model_from_dict
 from symgen.package import build_model
@@ -85,12 +85,7 @@ def test_dynamics_match_pinocchio(robot, gravity):
 # ------------------------------------------------------------------------------------------------
 
 def _tree_model(seed):
-    custom = {3: ["SPHERICAL", "LINEAR"], 7: ["LINEAR", "PIN", "LINEAR"]}[seed]
-    d = random_tree_dict(seed)
-    for b in d["bodies"]:
-        if b["hinge"]["type"] == "CUSTOM":
-            b["hinge"]["subhinges"] = custom
-    return model_from_dict(d, f"<tree {seed}>")
+    return tree_model(seed)
 
 
 @pytest.fixture(scope="module", params=[3, 7], ids=["tree3", "tree7"])

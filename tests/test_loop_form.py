@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import symgen
-from model_factory import random_tree_dict, random_urdf
+from model_factory import random_tree_dict, random_urdf, tree_model
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "models"
@@ -77,9 +77,10 @@ MODELS = ([(f.name, False) for f in sorted(EXAMPLES.glob("*.yaml"))]
 def model(request, tmp_path_factory):
     name, floating = request.param
     tmp = tmp_path_factory.mktemp("loopform")
-    if name.startswith("random-tree-"):
-        path = _yaml(tmp, random_tree_dict(int(name.rsplit("-", 1)[1])))
-        return symgen.build(path)
+    if name.startswith("random-tree-"):  # the trees test_dynamics builds (one compile each per session)
+        from symgen.package import build_model
+
+        return build_model(tree_model(int(name.rsplit("-", 1)[1])))
     if name == "armature-tree":      # armature on every hinge that moves (loop form: armature read at run time)
         from symgen.hinges import bind
         from symgen.model import load_model

@@ -11,8 +11,7 @@ import pytest
 
 import symgen
 from helpers import assert_close
-from model_factory import random_tree_dict
-from symgen.model import model_from_dict
+from model_factory import tree_model
 from symgen.runtime.numeric import np_rotation_log
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +24,7 @@ def mb(request):
 
     if request.param == "all_hinges-example":
         return symgen.build(ROOT / "examples" / "models" / "all_hinges.yaml")
-    return build_model(model_from_dict(random_tree_dict(3), "<random tree 3>"))
+    return build_model(tree_model(3))   # the tree test_dynamics and test_loop_form build too (one compile)
 
 
 def _state(mb, rng):
