@@ -21,7 +21,7 @@ _LAZY = {
     "inplane_hinge_params": "hinges", "parallel_hinge_params": "hinges", "perpendicular_hinge_params": "hinges",
     "Hinge": "derive", "hinge": "derive", "compile_hinge": "sources", "BuildError": "compile",
     "load_model": "model", "ModelError": "model", "MultibodyModel": "runtime",
-    "sweep": "sweep", "load_sweep": "sweep", "sweep_summary": "sweep",
+    "sweep": "sweeps", "load_sweep": "sweeps", "sweep_summary": "sweeps",
 }
 
 

@@ -419,7 +419,7 @@ def cmd_sweep(args, ui) -> int:
     """Roll out every case of a cases file (a table or a dispersion spec) in this process, on a local Dask
     cluster (--workers) or on a running one (--scheduler), into a Zarr store (--out) that a rerun resumes."""
     from .progress import listening
-    from .sweep import SweepError, sweep, sweep_summary
+    from .sweeps import SweepError, sweep, sweep_summary
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be positive, got {args.workers}")

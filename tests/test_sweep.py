@@ -19,7 +19,7 @@ from distributed import Client, LocalCluster
 
 import symgen
 import symgen.cli
-from symgen.sweep import SweepError, load_sweep, sample_cases, sweep_summary
+from symgen.sweeps import SweepError, load_sweep, sample_cases, sweep_summary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "examples", "models", "double_pendulum.yaml")

@@ -34,10 +34,8 @@ import hashlib
 import json
 import math
 import os
-import sys
 import threading
 import time
-import types
 import uuid
 import zlib
 from pathlib import Path
@@ -835,14 +833,3 @@ def sweep_summary(result, output: str = "q", index=None, row: int = -1,
     return {"output": output, "t": float(np.asarray(res["t"])[row]), "index": idx, "percentiles": tuple(percentiles),
             "values": np.percentile(sel, percentiles, axis=0), "mean": sel.mean(axis=0), "std": sel.std(axis=0),
             "min": sel.min(axis=0), "max": sel.max(axis=0), "n": int(A.shape[0]), "n_ok": int(ok.sum())}
-
-
-class _CallableModule(types.ModuleType):
-    """``symgen.sweep`` is the function; importing the submodule binds the same name to this module, so the
-    module forwards calls to the function (``symgen.sweep(...)`` works whichever the name holds)."""
-
-    def __call__(self, *args, **kwargs):
-        return sweep(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
