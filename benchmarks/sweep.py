@@ -23,7 +23,8 @@ gives the lowest and highest cases/s of a single block:
   threads=2)``: the same split done by symgen.sweep (its own chunk size), no cluster.
 * ``symgen.sweep, dask``  ``symgen.sweep(mb, cases, dt, 1000, every=1000, client=client)`` on a
   ``dask.distributed.LocalCluster`` of 2 worker processes with 1 thread each (cluster start-up and a warm-up
-  sweep are not timed).  ``n/a`` when this checkout has no ``symgen.sweep`` or dask is not installed.
+  sweep are not timed).  ``n/a`` when this checkout has no ``symgen.sweep`` or dask is not installed.  The
+  row's note says how many chunks each worker computed (dask's task stream), e.g. ``chunks per worker 4/4``.
 * ``mujoco.rollout``      MuJoCo's own batch rollout (``mujoco.rollout``, C++), nthread 1 (on the calling
   thread) and nthread 2 (``rollout.Rollout(nthread=2)``, one MjData per thread).  The model is the one
   ``mujoco_peer.py`` compiles from the URDF (visuals stripped, a free joint on the floating root, contacts and
@@ -45,8 +46,14 @@ Columns: cases/s; per core (cases/s over the threads or workers used); the per-c
 Agreement (printed and written below the table): the final q and u of each engine mapped back to symgen's
 coordinates (MuJoCo: qpos quaternion ``w x y z`` -> symgen ``x y z w``, its free-joint velocity is symgen's
 ``[ṗ in the world; ω in the body]``; Pinocchio: continuous joints (cos, sin) -> angle, ``u = T v`` with
-``T = diag(R_base, I)``; arm7's continuous joint7 compared modulo 2 pi), max abs difference from ``mb.rollout``'s over every case compared.  For scale, the
-discretization error: symgen's dt = 1e-3 result against symgen at dt = 1e-4 on the Pinocchio cases.
+``T = diag(R_base, I)``; arm7's continuous joint7 compared modulo 2 pi), max abs difference from
+``mb.rollout``'s over every case compared.  Three more rows put them in scale: MuJoCo after a single step
+(the same scheme agrees to round-off; over 1000 steps the arm's chaotic motion amplifies round-off), the
+Python loop over Pinocchio and symgen both at dt/10 on 10 cases (a difference that falls 100x comes from a
+2nd-order difference between the schemes: ``pin.integrate`` moves a free flyer along a screw (SE(3)
+exponential of the averaged body twist) while MuJoCo and symgen integrate the position with the world
+velocity and the quaternion separately), and symgen's dt = 1e-3 result against symgen at dt = 1e-4 on the
+first 100 cases (the discretization error).
 
 The machine's load average is written next to the table: this is a shared 2-core VM, and the 2-thread and
 2-worker rows assume both cores are free.
@@ -325,7 +332,25 @@ def bench_model(spec, n, pin_cases, dt, steps, mj_chunk, client, client_note=Non
         missing.append(("symgen.sweep, dask 2 workers", 2, f"n/a: {why}"))
         notes.append(f"symgen.sweep on dask: n/a ({why})")
     else:
-        engines.append(Engine("symgen.sweep, dask 2 workers", 2, sweep_engine(client=client)))
+        per_worker: dict = {}
+        plain = sweep_engine(client=client)
+
+        def on_dask(ix):
+            # which worker ran each chunk (dask's task stream): the row's note, since chunks that all land on
+            # one worker leave the other core idle
+            from dask.distributed import get_task_stream
+
+            with get_task_stream(client) as ts:
+                out = plain(ix)
+            for d in ts.data:
+                key = d.get("key")
+                key = key if isinstance(key, str) else str(key[0] if isinstance(key, tuple) else key)
+                if "chunk" in key and any(x.get("action") == "compute" for x in d.get("startstops", ())):
+                    per_worker[d["worker"]] = per_worker.get(d["worker"], 0) + 1
+            return out
+
+        dask_engine = Engine("symgen.sweep, dask 2 workers", 2, on_dask)
+        engines.append(dask_engine)
 
     # MuJoCo
     try:
@@ -371,10 +396,14 @@ def bench_model(spec, n, pin_cases, dt, steps, mj_chunk, client, client_note=Non
     # every engine on its share of the cases in turn, so that the drift of a shared machine hits all alike
     for e in engines:
         e.fn(warm[:min(len(warm), e.subset or n)])
+    if client is not None and not isinstance(sw, str):
+        per_worker.clear()          # the warm-up's chunks
     for r in range(rounds):
         for e in engines:
             m = e.subset or n
             e.run(np.array_split(np.arange(m), rounds)[r])
+    if client is not None and not isinstance(sw, str):
+        dask_engine.note = "chunks per worker " + "/".join(str(v) for v in sorted(per_worker.values(), reverse=True))
     rows = []
     for e in engines:
         rows.append({"engine": e.name, "model": spec, "cases": e.cases, "seconds": e.seconds, "cores": e.cores,
@@ -399,6 +428,22 @@ def bench_model(spec, n, pin_cases, dt, steps, mj_chunk, client, client_note=Non
         if e.name.startswith("Python loop, pin"):
             dq[:, wrap] = (dq[:, wrap] + np.pi) % (2 * np.pi) - np.pi     # continuous joints: modulo 2 pi
         agree[e.name] = {"cases": m, "q": float(np.abs(dq).max()), "u": _maxdiff(u, ref[1][:m])}
+    # the same scheme to round-off?  MuJoCo after one step, on every case
+    if mujoco is not None:
+        r1 = mb.rollout(Q, U, dt, 1)
+        q1, u1 = side.to_symgen(*side.run(x0, 1, 1, mj_chunk))
+        agree["mujoco.rollout, after 1 step"] = {"cases": n, "q": _maxdiff(q1, r1["q"][:, -1]),
+                                                 "u": _maxdiff(u1, r1["u"][:, -1])}
+    # the order of Pinocchio's loop: both at dt/10 on a few cases (the difference falls 100x for a 2nd-order
+    # difference between the schemes, 10^4x for 4th order)
+    if pin is not None and k > 0:
+        k10 = min(10, k)
+        r10 = mb.rollout(Q[:k10], U[:k10], dt / 10, steps * 10, every=steps * 10)
+        back = [ps.to_symgen(*ps.rk4(*ps.from_symgen(Q[i], U[i]), dt / 10, steps * 10)) for i in range(k10)]
+        dq = np.array([b[0] for b in back]) - r10["q"][:, -1]
+        dq[:, wrap] = (dq[:, wrap] + np.pi) % (2 * np.pi) - np.pi
+        agree["Python loop, pin.aba + RK4, both at dt/10"] = {
+            "cases": k10, "q": float(np.abs(dq).max()), "u": _maxdiff(np.array([b[1] for b in back]), r10["u"][:, -1])}
     # the scale of the discretization error: symgen at dt/10 on the first cases
     k = max(k, min(100, n))
     r10 = mb.rollout(Q[:k], U[:k], dt / 10, steps * 10, every=steps * 10)
@@ -416,7 +461,7 @@ def start_client(workers=2):
         return sw
     from dask.distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     return Client(cluster)
 
 
