@@ -1,7 +1,7 @@
 """Parameter sweeps: cases per second for 10⁴ one-second simulations, symgen against mujoco.rollout and a
 Python loop over Pinocchio.
 
-    pip install -e ".[bench]" "dask[distributed]"   # MuJoCo, Pinocchio; dask for the symgen.sweep rows
+    pip install -e ".[bench,sweep]"         # MuJoCo, Pinocchio; dask for the symgen.sweep rows
     python benchmarks/sweep.py [--cases 10000] [--pin-cases 100] [--models arm7 quadruped:floating]
                                [--no-dask] [--quick] [--out benchmarks/sweep_latest.md] [--json results.json]
 
