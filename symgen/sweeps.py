@@ -778,22 +778,19 @@ def _run_here(mb, todo, common, group, hook, finished, threads: int) -> None:
             raise
 
 
-def _identity(x):
-    return x
-
-
 def _run_distributed(client, src, todo, common, store, hook, finished, meta) -> None:
-    """One Dask task per chunk.  The sources travel once, as the result of a task (a worker that loses them
-    gets them again from a peer, or the scheduler recomputes them); each chunk task may run again on another
-    worker when its worker dies (the scheduler's reassignment) or raises (``retries=2``).  A chunk writes only
-    its own rows and flag, so a rerun writes the same bytes to the same place: no case is lost or doubled."""
+    """One Dask task per chunk.  The sources (about 50 kB compressed) travel inside every task, so no task
+    depends on another and the scheduler spreads the chunks over all workers (a shared sources task kept them
+    on the worker that held it); each worker builds the module once (_worker_model).  A chunk task may run
+    again on another worker when its worker dies (the scheduler's reassignment) or raises (``retries=2``).  A
+    chunk writes only its own rows and flag, so a rerun writes the same bytes to the same place: no case is
+    lost or doubled."""
     from distributed import as_completed
 
     if not todo:
         return
     run = uuid.uuid4().hex[:8]  # keys of this run only: cancelling them never touches another sweep's tasks
-    src_f = client.submit(_identity, src, key=f"symgen-sweep-{src.name}-{run}-sources-{src.hash}", pure=False)
-    futures = [client.submit(_chunk_task, src_f, job, common, store, hook, retries=2, pure=False,
+    futures = [client.submit(_chunk_task, src, job, common, store, hook, retries=2, pure=False,
                              key=f"symgen-sweep-{meta['model_name']}-{run}-chunk-{job['chunk']:06d}")
                for job in todo]
     rows = {f.key: job["rows"] for f, job in zip(futures, todo)}
@@ -809,7 +806,6 @@ def _run_distributed(client, src, todo, common, store, hook, finished, meta) -> 
             finished(info)
     finally:
         client.cancel([f for f in futures if not f.done()])
-        client.cancel(src_f)
 
 
 def sweep_summary(result, output: str = "q", index=None, row: int = -1,
