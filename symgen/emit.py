@@ -433,6 +433,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = ()) ->
         return ([casts] if casts else []) + lines
     return {"nb": nb, "nq": nq, "nu": nu, "block": B, "pose_size": ML.poses.size, "pinv_offset": ML.body_const["pinv"], **dyn,
             "size_defines": ML.c_defines(f"sg_{name}"),
+            # M reads p only for a parametric build's theta: then one p per state, else one shared (unread) p
+            "mm_batch_p": f"p + (long)i * {ML.params.size}" if ML.theta_blocks else "p",
             "theta_table": ([f"static const double sg_{name}_theta0[{len(theta0)}] = {_c_array(theta0)};  "
                              "/* the parameters' values in the model file */"] if theta0 else []),
             "theta_init": ([f"for (i = 0; i < {len(theta0)}; ++i) p[{ML.params['theta']} + i] = sg_{name}_theta0[i];"]

@@ -81,6 +81,7 @@ class MultibodyModel:
         self._dummy = self._ffi.from_buffer("double[]", np.zeros(1))
         self._dbl, self._fb = self._ffi.typeof("double[]"), self._ffi.from_buffer
         self._zero_u = self._ffi.from_buffer("double[]", np.zeros(max(self.nu, 1)))  # mass matrix: U unused
+        self._zero_p1 = np.zeros((1, 1))  # the batched mass matrix's p of a build without parameters (unread)
         self._g_buf = self._ffi.from_buffer("double[]", self._gravity)  # sees in-place changes; the setter renews it
         # the single-state fast path needs nQ, nU > 0 (a shape that never matches turns it off)
         self._shape_q, self._shape_u = ((self.nq,), (self.nu,)) if self.nq and self.nu else ((-1,), (-1,))
@@ -567,8 +568,9 @@ class MultibodyModel:
         single, Q, U = self._states(q)
         if out is not None:
             out = self._out_buffer(out, (nu, nu) if single else (Q.shape[0], nu, nu), "mass_matrix")
+        # M reads p only for a parametric build's theta (one p per state); else one shared p, never read
         P = (self._p(Q.shape[0], np.zeros(nu), None, None, params) if self.layout.theta_blocks or params
-             else np.zeros((Q.shape[0], self.layout.params.size)))
+             else self._zero_p1)
         res, _ = self._call("mass_matrix", Q, U, P, nu * nu,
                             None if out is None else out.reshape(Q.shape[0], nu * nu))
         return out if out is not None else self._out(single, res.reshape(Q.shape[0], nu, nu))
