@@ -40,6 +40,12 @@ def build(path, floating_base: bool = False, out=None, progress=None, **options)
     subtree has no mass or inertia in its directions is named in ``mb.singular_hinges`` and ``mb.warnings``
     (and printed through ``progress``).
 
+    ``form="per_kind"`` builds the dynamics (forward and inverse dynamics, mass matrix, ATBI matrices) in the
+    per-kind form (:mod:`symgen.perkind`: one C function per body kind and step, C loops over the bodies)
+    instead of the default ``"auto"``, which takes the straight-line form (every body traced into one function,
+    constants folded: fastest) for each entry point under symgen.soa's size limits and the per-kind form above
+    them.  A model carries one form of each entry point; ``mb.forms`` says which.
+
     The pipeline: symgen.model (read the file) -> symgen.sources (C sources and manifest, cached) ->
     symgen.compile (cffi module, cached) -> symgen.package (load, check, install).  This function calls
     :func:`symgen.package.build`, imported on the first call (and by ``importlib``, so that importing

@@ -293,7 +293,7 @@ def cmd_build(args, ui) -> int:
         ui.progress(_stage_line(report, "load", f"{path.name}: {len(model.bodies)} bodies, "
                                                 f"{len(model.frames)} extra frames{loops}"))
         model_name = model_identifier(model.name)
-        mb = build_model(model, out=out, progress=stage_done)
+        mb = build_model(model, out=out, progress=stage_done, form=args.form)
     ui.out(f"built {mb.name}: nQ = {mb.nq}, nU = {mb.nu}, {mb.nb} bodies, {len(mb.frame_names)} frames{loops} "
            f"-> {out / mb.name} (import {out.name}.{mb.name}) in {time.perf_counter() - t0:.2f} s")
     return 0
@@ -356,7 +356,7 @@ def cmd_bench(args, ui) -> int:
 
     path, model, _ = _load(args, ui)
     with listening(ui.report()):
-        mb = build_model(model, out=None, progress=ui.detail)
+        mb = build_model(model, out=None, progress=ui.detail, form=args.form)
     rng = np.random.default_rng(0)
     n = args.n
     Q = mb.sanitize(mb.neutral_q() + 0.3 * rng.standard_normal((n, mb.nq)))
@@ -528,6 +528,13 @@ def _add_model_options(p) -> None:
                         "build): BODY.mass, BODY.com, BODY.inertia, HINGE.armature or gravity; repeatable")
 
 
+def _add_form_option(p) -> None:
+    p.add_argument("--form", choices=("auto", "per_kind"), default="auto",
+                   help="the form of the dynamics: auto (straight-line code under symgen.soa's size limits, the "
+                        "per-kind form's C loops over the bodies above them; one form each) or per_kind (C loops "
+                        "for every model)")
+
+
 def make_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     p = argparse.ArgumentParser(
@@ -551,6 +558,7 @@ def make_parser() -> argparse.ArgumentParser:
                     help="model file, or 'hinges' (default: the bundled arm7.urdf)")
     pb.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: ./generated)")
     _add_model_options(pb)
+    _add_form_option(pb)
     _add_output_flags(pb)
     pb.set_defaults(func=cmd_build)
 
@@ -599,6 +607,7 @@ def make_parser() -> argparse.ArgumentParser:
     pn.add_argument("--calls", type=int, default=2000, help="single calls per timing round (default: 2000)")
     pn.add_argument("--no-pinocchio", action="store_true", help="do not time Pinocchio")
     _add_model_options(pn)
+    _add_form_option(pn)
     _add_output_flags(pn)
     pn.set_defaults(func=cmd_bench)
 

@@ -8,14 +8,15 @@ A module is named ``<base>_<sha256[:16]>`` of (sources, compiler and its version
 Python ABI): that name is this stage's cache key.  It is built under a per-module file lock in a private
 temp dir, checked first with the strict flags ``-std=c99 -Wall -Wextra -Werror -pedantic`` (so a compiler
 error surfaces as one readable :class:`BuildError` naming the hinge/model, the file and the compiler's first
-error lines), compiled by cffi (out-of-line API mode), and moved into ``<cache>/modules/`` with
-``os.replace``.  A cache hit compiles nothing; a killed build leaves only its temp dir, never a module.
+error lines), compiled with the cffi wrapper (cffi's out-of-line API mode: ``ffi.emit_c_code``) as parallel
+compiler processes, linked, and moved into ``<cache>/modules/`` with ``os.replace``.  A cache hit compiles nothing; a killed build leaves only its temp dir, never a module.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import shlex
@@ -116,29 +117,6 @@ def strict_check(path: Path, label: str, cc=None) -> None:
                          f"{_first_error_lines(out.stderr)}")
 
 
-@contextlib.contextmanager
-def _captured_fds():
-    """Capture what setuptools and the compiler print on fd 1 and 2 (returned as a list of one str)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    log: list = []
-    with tempfile.TemporaryFile(mode="w+b") as fh:
-        os.dup2(fh.fileno(), 1)
-        os.dup2(fh.fileno(), 2)
-        try:
-            yield log
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-            fh.seek(0)
-            log.append(fh.read().decode(errors="replace"))
-
-
 def _import(name: str, path: Path):
     if name in sys.modules:
         return sys.modules[name]
@@ -200,9 +178,28 @@ def _built_module(name, files, label, flags, lock_timeout, compile_only, parts, 
     return _import(name, target), name, target
 
 
-def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts) -> list:
+#: optimization of the cffi wrapper (argument conversion glue: -O3 buys nothing there and compiles 1.5x slower)
+WRAPPER_FLAGS = ("-O2",)
+
+
+def _python_includes() -> list:
+    paths = sysconfig.get_paths()
+    return [f"-I{d}" for d in dict.fromkeys((paths["include"], paths["platinclude"]))]
+
+
+def _link_command(cc) -> list:
+    """``cc`` with the flags that make a Python extension module (Python's LDSHARED, our compiler first)."""
+    ldshared = shlex.split(sysconfig.get_config_var("LDSHARED") or "")
+    extra = [a for a in ldshared[1:] if a.startswith("-") and not a.startswith(("-L", "-l", "-Wl,-rpath"))]
+    if "-shared" not in extra and "-bundle" not in extra:
+        extra = ["-shared"] + extra
+    return [*cc, *extra]
+
+
+def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wrapper: Path) -> list:
     """Strict-check every translation unit and compile it to an object (``-DSG_PART=k`` once per part when
-    there are several), as parallel compiler processes, one per core.  Returns the object paths."""
+    there are several), and the cffi wrapper ``wrapper``, as parallel compiler processes, one per core.
+    Returns the object paths (the wrapper's last)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     split = parts and len(parts) > 1
@@ -210,32 +207,45 @@ def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts) -> 
     quiet = ("-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-const-variable")
     jobs = [(f, k) for f in c_files for k in (sorted(parts, key=lambda k: (k == 0, k)) if split else [None])]
 
+    def run(cmd, what):
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=src)
+        if out.returncode != 0:
+            raise BuildError(f"{label}: {what} does not compile:\n{_first_error_lines(out.stderr)}")
+
     def compile_one(job):
         f, k = job
         obj = src / (f"{Path(f).stem}.o" if k is None else f"{Path(f).stem}.part{k}.o")
         cmd = [*cc, *flags, "-std=c99", "-fPIC", "-c", str(src / f), "-o", str(obj), f"-I{src}"]
         if k is not None:
             cmd += [f"-DSG_PART={k}", *quiet]
-        out = subprocess.run(cmd, capture_output=True, text=True, cwd=src)
-        if out.returncode != 0:
-            raise BuildError(f"{label}: {f} does not compile:\n{_first_error_lines(out.stderr)}")
+        run(cmd, f)
+        return obj
+
+    def compile_wrapper():
+        obj = wrapper.with_suffix(".o")
+        run([*cc, *WRAPPER_FLAGS, "-fPIC", "-DNDEBUG", "-c", str(wrapper), "-o", str(obj), f"-I{src}",
+             *_python_includes()], f"the cffi wrapper {wrapper.name}")
         return obj
 
     def strict(f):
         strict_check(src / f, label, cc)
 
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as ex, \
-            progress.bar("compile", len(jobs) + len(c_files), "compiling") as bar:
-        objects = [ex.submit(compile_one, j) for j in jobs]
+            progress.bar("compile", len(jobs) + len(c_files) + 1, "compiling") as bar:
+        # the longest first: the parts (FD, ID, M), the rest of the model, the wrapper, the strict checks
+        objects = [ex.submit(compile_one, j) for j in jobs] + [ex.submit(compile_wrapper)]
         checks = [ex.submit(strict, f) for f in c_files]
         for fut in as_completed(checks + objects):
-            fut.result()
             bar.update(1)
+    for fut in checks + objects:     # the first error in that order: the strict check's, a source's, the wrapper's
+        fut.result()
     return [fut.result() for fut in objects]
 
 
 def _compile_into(work: Path, name: str, files: dict, label: str, flags, target: Path, compile_only=None,
                   parts=None) -> None:
+    """The sources, the cffi wrapper (``ffi.emit_c_code``: cffi's out-of-line API mode) and the objects,
+    compiled in parallel, linked into ``target`` (no setuptools: one compiler process per object)."""
     import cffi
 
     src = work / "src"
@@ -245,25 +255,17 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
     cc = compiler()
     c_files = sorted(compile_only or (f for f in files if f.endswith(".c")))
     headers = sorted(f for f in files if f.endswith(".h"))
-    objects = _compile_objects(src, c_files, label, flags, cc, parts)
     ffi = cffi.FFI()
     ffi.cdef("\n".join(cdef_of(files[h]) for h in headers))
-    ffi.set_source(name, "\n".join(f'#include "{h}"' for h in headers),
-                   extra_objects=[str(o) for o in objects], include_dirs=[str(src)],
-                   extra_compile_args=list(flags))
-    env_cc = os.environ.get("CC")
-    os.environ["CC"] = " ".join(cc)
-    try:
-        with _captured_fds() as log:
-            built = ffi.compile(tmpdir=str(work / "build"), verbose=False)
-    except Exception as e:  # setuptools' CompileError/LinkError, cffi's VerificationError, ...
-        raise BuildError(f"{label}: compiling the cffi module failed ({type(e).__name__}):\n"
-                         f"{_first_error_lines(log[0] if log else str(e))}") from None
-    finally:
-        if env_cc is None:
-            os.environ.pop("CC", None)
-        else:
-            os.environ["CC"] = env_cc
+    ffi.set_source(name, "\n".join(f'#include "{h}"' for h in headers))
+    wrapper = work / f"{name}.c"
+    with contextlib.redirect_stdout(io.StringIO()):   # cffi says "generating <file>"
+        ffi.emit_c_code(str(wrapper))
+    objects = _compile_objects(src, c_files, label, flags, cc, parts, wrapper)
+    built = work / (name + ext_suffix())
+    out = subprocess.run([*_link_command(cc), *map(str, objects), "-o", str(built)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise BuildError(f"{label}: linking the module failed:\n{_first_error_lines(out.stderr)}")
     stats["compiles"] += 1
     with open(cache_dir() / "compile.log", "a") as fh:  # one line per real compile (for tests and audits)
         fh.write(json.dumps({"module": name, "pid": os.getpid(), "time": time.time()}) + "\n")

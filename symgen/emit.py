@@ -1,5 +1,5 @@
 """sympy -> C statements for the hinge kernels, and the C pieces of a model (kinematics, frames, and the
-dynamics of both forms from :mod:`symgen.soa` via :mod:`symgen.tape` and :mod:`symgen.loopform`).
+dynamics of both forms from :mod:`symgen.soa` via :mod:`symgen.tape` and :mod:`symgen.perkind`).
 
 For one kernel (a matrix of expressions in a hinge's symbols) :func:`emit_kernel` produces the body of a C
 function with the fixed signature ``(const double *q, const double *u, const double *p, double *out)``:
@@ -369,7 +369,7 @@ def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loo
             "loop_jacobian_lines": trace(lp.loop_jacobian), "ta_lines": trace(lp.ta_forward_dynamics)}
 
 
-def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = ()) -> dict:
+def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), form: str = "auto") -> dict:
     """C pieces of a model's translation unit (constants and unrolled per-body statements).
 
     ``layout``: ``{body: {"q": (start, stop), "u": (start, stop), "nq": .., "nu": ..}}``; ``slugs``: hinge spec
@@ -392,7 +392,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = ()) ->
     B = ML.kinematics.size
 
     def const(k, field):
-        """The onode or inverse pnode pose (R, l) of body k in the loop form's constants table."""
+        """The onode or inverse pnode pose (R, l) of body k in the per-kind form's constants table."""
         return f"sg_{name}_body_const[{k}] + {ML.body_const[field]}"
     kin, qdot, sanitize, poses = [], [], [], []
     kin_calls, pose_calls = _HingeCalls(layout, slugs), _HingeCalls(layout, slugs)
@@ -418,7 +418,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = ()) ->
             else:
                 sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
-    dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML)
+    dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size)
     if fk["poses"] is not None:
         poses, pose_calls = fk["poses"], None
@@ -555,7 +555,7 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
 
 
 def body_infos(model, layout, slugs, index) -> list:
-    """What the tracers (:mod:`symgen.soa`, :mod:`symgen.loopform`) know of each body: its constants and the
+    """What the tracers (:mod:`symgen.soa`, :mod:`symgen.perkind`) know of each body: its constants and the
     structure of its hinge kernels."""
     import numpy as np
 
@@ -581,36 +581,47 @@ def body_infos(model, layout, slugs, index) -> list:
     return bodies
 
 
-def _emit_model_dynamics(model, layout, slugs, index, name, L) -> dict:
-    """The dynamics kernels' bodies, both forms from :mod:`symgen.soa`'s steps: the loop form
-    (:mod:`symgen.loopform`, always there: ``*_loop`` entry points and ``atbi_matrices``) and the straight-line
-    form up to soa's size limits (else FD, ID and M call the loop form)."""
+def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> dict:
+    """The dynamics kernels' bodies, one form per entry point, both from :mod:`symgen.soa`'s steps: with
+    ``form="auto"`` FD and ID are straight-line up to ``soa.STRAIGHT_LINE_LIMIT`` and M up to
+    ``soa.CRBA_UNROLL_LIMIT``, the per-kind form (:mod:`symgen.perkind`) above them; ``form="per_kind"``
+    takes the per-kind form for all three (what tests compare the straight-line form with).  ``atbi_matrices``
+    (introspection: the factorization's matrices at every body) always takes the per-kind form, which compiles
+    in a fraction of the straight-line form's time (FD's tip-to-base steps, FD's own when FD takes that form
+    too).  ``forms`` says which entry point took which."""
     from . import soa
-    from .loopform import LoopForm
+    from .perkind import PerKindForm
 
+    if form not in soa.FORMS:
+        raise ValueError(f"form must be one of {', '.join(map(repr, soa.FORMS))}, not {form!r}")
     bodies = body_infos(model, layout, slugs, index)
-    lf = LoopForm(bodies, L, name)
-    loops = lf.emit()
-    traced = _traced_dynamics(bodies, L, layout, slugs)
+    traced = _traced_dynamics(bodies, L, layout, slugs, straight=form == "auto")
     if L.theta_blocks and not (traced["fd"] and traced["mm"]):
         from .model import ModelError
 
         raise ModelError(f"{model.source or model.name}: parametric builds need the straight-line dynamics, and "
-                         f"this model is past symgen.soa's size limits; build it without parameters=")
-    fd_traced = traced["fd"] or [f"return sg_{name}_fd_loop(q, u, p, out, 0);  /* the loop form, for large models */"]
-    id_traced = traced["id"] or [f"sg_{name}_inverse_dynamics_loop(q, u, p, out);  /* the loop form, for large models */"]
-    mm = traced["mm"] or [f"sg_{name}_mass_matrix_loop(q, u, p, out);  /* the loop form, for deep trees */"]
+                         + ("this build asks for the per-kind form (form='per_kind')" if form != "auto" else
+                            "this model is past symgen.soa's size limits") + "; build it without parameters=")
+    per_kind = PerKindForm(bodies, L, name)
+    drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None) + ("mats",))
+    fd = traced["fd"] or [f"return sg_{name}_fd_per_kind(q, u, p, out, 0);"]
+    mats = drivers.get("mats") or [f"double udot[{max(L.nu, 1)}];", f"return sg_{name}_fd_per_kind(q, u, p, udot, out);"]
+    id_, mm = traced["id"] or drivers["id"], traced["mm"] or drivers["mm"]
     # AVX2 copies for models with long straight-line FD, for each function that is not too long to compile twice
     clones = traced["fd"] is not None and len(traced["fd"]) >= soa.AVX2_COPY_MIN_LINES
     # long functions are compiled as translation units of their own, in parallel (templates/model.c.jinja)
     long_ = lambda lines: len(lines) >= soa.SPLIT_MIN_LINES  # noqa: E731
-    parts = {"fd": 1 if long_(fd_traced) else 0, "id": 2 if long_(id_traced) else 0, "mm": 3 if long_(mm) else 0}
-    return {"parts": parts, "loop_functions": lf.functions + lf.tables, "loop_tables": lf.c_tables(),
-            "fd_loop": loops["fd"], "id_loop": loops["id"], "mm_loop": loops["mm"],
-            "fd_traced": fd_traced, "id_traced": id_traced, "mm_lines": mm,
-            "dispatch": {k: "SG_CLONES " if clones and len(lines) <= soa.AVX2_COPY_MAX_LINES else ""
-                         for k, lines in (("fd", fd_traced), ("id", id_traced), ("mm", mm))},
-            "p_size": L.params.size, "mats_size": L.mats.size * L.nb}
+    parts = {"fd": 1 if long_(fd) else 0, "id": 2 if long_(id_) else 0, "mm": 3 if long_(mm) else 0}
+    forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
+             "inverse_dynamics": "straight" if traced["id"] else "per_kind",
+             "mass_matrix": "straight" if traced["mm"] else "per_kind"}
+    return {"parts": parts, "forms": forms, "per_kind_functions": per_kind.functions + per_kind.tables,
+            "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
+            "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
+            "dispatch": {k: "SG_CLONES " if clones and traced[k] and len(traced[k]) <= soa.AVX2_COPY_MAX_LINES
+                         else "" for k in ("fd", "id", "mm")},
+            "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices"]),
+            "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size}
 
 
 def kernel_structure(h: Hinge) -> dict:
@@ -662,24 +673,27 @@ def parametric_bodies(T, bodies, L) -> list:
     return out
 
 
-def _traced_dynamics(bodies, L, layout, slugs) -> dict:
+def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
     """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.soa`);
-    None for those over symgen.soa's size limits (FD and ID together by FD's length, M by its walk)."""
+    None for those that take the per-kind form: all with ``straight=False``, else those over symgen.soa's size
+    limits (FD and ID together by FD's length, M by its walk)."""
     from functools import partial
 
     from . import soa
 
+    if not straight:
+        return {"fd": None, "id": None, "mm": None}
     io = soa.ArrayIO(L)
 
-    def trace(fn):
-        run = partial(fn, io=io)
+    def trace(fn, **kw):
+        run = partial(fn, io=io, **kw)
         return _trace_function(lambda T, bodies, nu: run(T, parametric_bodies(T, bodies, L), nu), bodies, L.nu,
                                _HingeCalls(layout, slugs))
 
     fd = trace(soa.atbi)
-    straight = len(fd) <= soa.STRAIGHT_LINE_LIMIT
+    short = len(fd) <= soa.STRAIGHT_LINE_LIMIT
     unroll_crba = soa.crba_steps(bodies) <= soa.CRBA_UNROLL_LIMIT
-    return {"fd": fd if straight else None, "id": trace(soa.rnea) if straight else None,
+    return {"fd": fd if short else None, "id": trace(soa.rnea) if short else None,
             "mm": trace(soa.crba) if unroll_crba else None}
 
 

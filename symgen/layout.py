@@ -1,7 +1,7 @@
 """One model's data layout: where every number lives in the flat arrays that the generated C and the runtime
 exchange, written once.
 
-The C generator (:mod:`symgen.emit`, :mod:`symgen.loopform`) prints its array offsets and ``#define``\\ s
+The C generator (:mod:`symgen.emit`, :mod:`symgen.perkind`) prints its array offsets and ``#define``\\ s
 from a :class:`ModelLayout`; the runtime (:mod:`symgen.runtime`) builds the same object from the manifest and
 reads its offsets from it.  Numpy-free and sympy-free, so the runtime can import it.
 
@@ -16,7 +16,7 @@ Arrays (per state; a batch puts states back to back):
 * ``poses`` output, per body (:attr:`ModelLayout.poses`): ``[R (9), p (3)]``.
 * ``atbi_matrices`` output, per body (:attr:`ModelLayout.mats`): six blocks of 36,
   ``P, D, Dinv, G, tauper, psi`` (D, Dinv nU_h x nU_h and G 6 x nU_h, row-major, at the block start).
-* the loop form's per-body constants (:attr:`ModelLayout.body_const`) and per-body workspace
+* the per-kind form's per-body constants (:attr:`ModelLayout.body_const`) and per-body workspace
   (:attr:`ModelLayout.workspace`), which stay inside the C.
 """
 from __future__ import annotations
@@ -76,10 +76,10 @@ class ModelLayout:
         self.kinematics = Record(("R", 9), ("p", 3), ("J", 6 * nu), ("Jdot", 6 * nu))
         self.poses = Record(("R", 9), ("p", 3))
         self.mats = Record(("P", 36), ("D", 36), ("Dinv", 36), ("G", 36), ("tauper", 36), ("psi", 36))
-        #: loop form, per body: inertia (m, h = m c, J about the body origin: xx xy xz yy yz zz), the onode's
+        #: per-kind form, per body: inertia (m, h = m c, J about the body origin: xx xy xz yy yz zz), the onode's
         #: and the inverse pnode's pose (R 9, l 3), the armature of each hinge U
         self.body_const = Record(("m", 1), ("h", 3), ("J", 6), ("on", 12), ("pinv", 12), ("arm", m))
-        #: loop form, per body: kinematics (X_pb = (R, l), H, V, a, b), ATBI (P and z accumulated from the
+        #: per-kind form, per body: kinematics (X_pb = (R, l), H, V, a, b), ATBI (P and z accumulated from the
         #: children, P packed symmetric; G, nu; PH, Dinv, eps at a root), alpha, Newton-Euler f, the composite
         #: inertia (m, h, J packed) and the mass-matrix columns F moved to the parent
         self.workspace = Record(("R", 9), ("l", 3), ("H", 6 * m), ("V", 6), ("a", 6), ("b", 6),

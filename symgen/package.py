@@ -21,15 +21,19 @@ from .compile import build_module, stats
 from .sources import cached_model_sources
 
 
-def build_model(model, out=None, progress=None):
+def build_model(model, out=None, progress=None, form: str = "auto"):
     """Generate, compile (through the cache) and load a model.  With ``out``, also write
-    ``out/<name>/`` as an importable package (sources, module, manifest.json, __init__.py)."""
+    ``out/<name>/`` as an importable package (sources, module, manifest.json, __init__.py).  ``form``: which
+    form the dynamics take (:func:`symgen.build`)."""
     from .runtime import MultibodyModel
+    from .soa import FORMS
     from .runtime.checks import singular_hinges, singular_message
 
+    if form not in FORMS:
+        raise ValueError(f"symgen.build: form must be one of {', '.join(map(repr, FORMS))}, not {form!r}")
     say = progress or (lambda s: None)
     t = time.perf_counter()
-    files, manifest = cached_model_sources(model)
+    files, manifest = cached_model_sources(model, form)
     manifest = dict(manifest)
     say(f"generate  {len(files)} files, {sum(len(v) for v in files.values()) / 1024:.1f} kB of C "
         f"in {time.perf_counter() - t:.2f} s")
@@ -94,7 +98,7 @@ def _install_package(target: Path, files: dict, so: Path, manifest: dict) -> Non
 
 
 def build(path, floating_base: bool = False, out=None, progress=None, *, armature=None, lock=None,
-          balance_inertia: bool = False, accept_indefinite_inertia: bool = False, parameters=None):
+          balance_inertia: bool = False, accept_indefinite_inertia: bool = False, parameters=None, form: str = "auto"):
     """What :func:`symgen.build` runs (its docstring documents every option): read the model file with
     :func:`symgen.model.load_model`, then :func:`build_model`."""
     import dataclasses
@@ -112,4 +116,4 @@ def build(path, floating_base: bool = False, out=None, progress=None, *, armatur
         if isinstance(parameters, str):
             parameters = [parameters]
         model = dataclasses.replace(model, parameters=list(parameters))
-    return build_model(model, out=out, progress=progress)
+    return build_model(model, out=out, progress=progress, form=form)

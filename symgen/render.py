@@ -73,15 +73,17 @@ def render_hinge(h, slug: str | None = None, kernels: list | None = None, templa
         return env.get_template("hinge.h.jinja").render(**spec), env.get_template("hinge.c.jinja").render(**spec), kernels
 
 
-def render_model(model, layout: dict, slugs: dict, name: str, template_path: Path | None = None, loops=()):
-    """(header text, source text, parts) of a model's translation unit; ``parts``: the ``SG_PART`` values
-    that symgen's build compiles it with, in parallel (``[0]``: one unit)."""
+def render_model(model, layout: dict, slugs: dict, name: str, template_path: Path | None = None, loops=(),
+                 form: str = "auto"):
+    """(header text, source text, parts, forms) of a model's translation unit; ``parts``: the ``SG_PART``
+    values that symgen's build compiles it with, in parallel (``[0]``: one unit); ``forms``: which form each
+    dynamics entry point takes (``form``: see :func:`symgen.emit.emit_model`)."""
     import sympy
 
     from . import __version__
 
     with progress.step("emit", f"model {name}"):
-        pieces = emit.emit_model(model, layout, slugs, name, loops)
+        pieces = emit.emit_model(model, layout, slugs, name, loops, form)
     table = [f"{k:3d} {b.name:<20} parent {b.parent:<20} hinge {b.hinge_name} ({b.hinge_type})"
              for k, b in enumerate(model.bodies)]
     spec = {"name": name, "guard": f"SG_MODEL_{name.upper()}_H", "symgen_version": __version__,
@@ -90,4 +92,5 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
     env = environment(template_path)
     parts = sorted({0, *pieces["parts"].values()})
     with progress.step("render", f"{name}.c"):
-        return env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec), parts
+        return (env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec),
+                parts, pieces["forms"])

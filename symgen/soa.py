@@ -9,7 +9,7 @@ Dynamics Algorithms*), run on a :class:`~symgen.tape.Tape`:
   entries of each hinge kernel's output).  Every per-body constant and structural zero folds: the inertias,
   the onode/pnode transforms, a PIN's one nonzero column, identity rotations.  One branch-free C function
   per algorithm (the only branches return the index of a body whose D is not positive definite).
-* **loop form** (:mod:`symgen.loopform`): the same steps traced once per *body kind* (hinge spec, root or
+* **per-kind form** (:mod:`symgen.perkind`): the same steps traced once per *body kind* (hinge spec, root or
   not, ...) with the body's constants as runtime inputs, and a C loop over the model's flat topology arrays
   calling them.  For models too large for one straight-line function, and for ``atbi_matrices``.
 
@@ -31,12 +31,16 @@ from dataclasses import dataclass
 
 from .tape import Tape, Val
 
+#: the forms a build can ask for (``symgen.build(..., form=)``): "auto" takes, per entry point, the
+#: straight-line form under the size limits below and the per-kind form above them; "per_kind" takes it for all
+FORMS = ("auto", "per_kind")
+
 # Size limits that choose between the forms.  Their effect on build time and speed is measured by
 # benchmarks/scaling.py (build time against model size) and benchmarks/vs_pinocchio.py (speed).
 #: above this many ancestor-walk steps (sum over columns of the depth) the mass matrix walk is a C loop
 CRBA_UNROLL_LIMIT = 1200
 #: above this many lines of straight-line forward dynamics (about 55 PIN bodies), forward and inverse
-#: dynamics take the loop form (a C compiler's time grows faster than a function's length)
+#: dynamics take the per-kind form (a C compiler's time grows faster than a function's length)
 STRAIGHT_LINE_LIMIT = 10000
 #: from this many lines of straight-line forward dynamics the straight-line FD, ID and M get an AVX2 copy
 #: picked at load time (templates/model.c.jinja); shorter functions gain nothing from it and would only
@@ -63,7 +67,7 @@ class NotPositiveDefinite(Exception):
 
 @dataclass
 class BodyInfo:
-    """What the tracer knows of one body: constants (floats, or runtime inputs in the loop form), and where
+    """What the tracer knows of one body: constants (floats, or runtime inputs in the per-kind form), and where
     its runtime values come from."""
 
     k: int                 # index (parent before child)
@@ -85,7 +89,7 @@ class BodyInfo:
     H_alias: list = None
     Hd_alias: list = None
     armature: list = None  # rotor inertia per hinge U (added to D, to M's diagonal, and as A Udot to T)
-    tag: str = None        # suffix of this body's names in the C (default: its index; "" in the loop form)
+    tag: str = None        # suffix of this body's names in the C (default: its index; "" in the per-kind form)
     status: str = None     # C expression returned when D is not positive definite (default: k + 1)
 
     def __post_init__(self):
@@ -99,7 +103,7 @@ class BodyInfo:
         return self.parent < 0
 
     def arm(self, c):
-        """Armature of hinge U c (a float, or a runtime value in the loop form)."""
+        """Armature of hinge U c (a float, or a runtime value in the per-kind form)."""
         return self.armature[c] if self.armature else 0.0
 
 

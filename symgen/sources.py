@@ -186,8 +186,10 @@ def model_identifier(name: str) -> str:
     return ident if not ident[0].isdigit() else f"m_{ident}"
 
 
-def model_sources(model):
-    """(files, manifest) of a model: its translation unit plus the kernels of every hinge spec it uses."""
+def model_sources(model, form: str = "auto"):
+    """(files, manifest) of a model: its translation unit plus the kernels of every hinge spec it uses.
+    ``form``: ``"auto"`` (each dynamics entry point straight-line under symgen.soa's size limits, the
+    per-kind form above them) or ``"per_kind"`` (the per-kind form for all); ``manifest["forms"]`` says which."""
     from .derive import hinge
     from .render import render_model
 
@@ -214,7 +216,7 @@ def model_sources(model):
             qo, uo = qo + h.nq, uo + h.nu
             bar.update(1)
     loops, loop_manifest = _loop_specs(model, files, specs)
-    header, source, parts = render_model(model, layout, slugs, name, loops=loops)
+    header, source, parts, forms = render_model(model, layout, slugs, name, loops=loops, form=form)
     files[f"{name}.h"], files[f"{name}.c"] = header, source
     frames = {"newtonian": {"body": -1, "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}}
     index = {b.name: i for i, b in enumerate(model.bodies)}
@@ -227,7 +229,7 @@ def model_sources(model):
                 "bodies": [{"name": b.name, "parent": b.parent, "hinge": b.hinge_name, "mass": b.mass,
                             "com": list(b.com), "inertia": [list(r) for r in b.inertia]} for b in model.bodies],
                 "frames": frames, "hinges": hinges, "hinge_specs": specs,
-                "loops": loop_manifest, "parts": parts, "parameters": _parameters_manifest(model, layout),
+                "loops": loop_manifest, "parts": parts, "forms": forms, "parameters": _parameters_manifest(model, layout),
                 "warnings": list(model.warnings)}
     return files, manifest
 
@@ -287,7 +289,7 @@ def _package_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def cached_model_sources(model):
+def cached_model_sources(model, form: str = "auto"):
     """:func:`model_sources` through a disk cache keyed by the model's content and the package sources,
     so a warm build of an unchanged model does no sympy or jinja2 work.  The key includes each hinge's bound
     spec (with its subhinge types' fingerprints), so a hinge type registered at run time is keyed by its
@@ -302,6 +304,6 @@ def cached_model_sources(model):
     text = json.dumps([dataclasses.asdict(model), specs], sort_keys=True, default=str)
     limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}|{soa.AVX2_COPY_MIN_LINES}"  # form choices
               f"|{soa.AVX2_COPY_MAX_LINES}|{soa.SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}")
-    key = hashlib.sha256((text + _package_fingerprint() + limits).encode()).hexdigest()[:24]
-    return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model), "sources",
-                        f"model {model.name}")
+    key = hashlib.sha256((text + _package_fingerprint() + limits + f"|{form}").encode()).hexdigest()[:24]
+    return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model, form), "sources",
+                        f"model {model.name}" + ("" if form == "auto" else f" ({form} form)"))

@@ -182,8 +182,8 @@ def test_batched_dynamics_equal_single(tree):
         np.testing.assert_array_equal(M[i], tree.mass_matrix(Q[i]))
 
 
-def test_loop_form_for_large_models_equals_straight_line(tree, monkeypatch):
-    """Above symgen.soa's size limits the dynamics call the loop form (symgen.loopform) instead of
+def test_per_kind_form_for_large_models_equals_straight_line(tree, monkeypatch):
+    """Above symgen.soa's size limits the dynamics take the per-kind form (symgen.perkind) instead of
     straight-line code; both forms give the same numbers: the same equations in another order, so ID and M to 1e-12
     relative, FD to 1e-10 (it solves with the random trees' ill-conditioned D's: 2e-12 observed)."""
     from symgen import soa
@@ -195,17 +195,18 @@ def test_loop_form_for_large_models_equals_straight_line(tree, monkeypatch):
     files, manifest = cached_model_sources(model)
     c = files[f"{manifest['name']}.c"]
     name = manifest["name"]
-    assert f"return sg_{name}_fd_loop(q, u, p, out, 0);" in c.split(f"int sg_{name}_forward_dynamics(")[1]
-    assert f"sg_{name}_inverse_dynamics_loop(q, u, p, out);" in c.split(f"void sg_{name}_inverse_dynamics(")[1]
-    assert f"sg_{name}_mass_matrix_loop(q, u, p, out);" in c.split(f"void sg_{name}_mass_matrix(")[1]
-    loops = build_model(model)
+    assert set(manifest["forms"].values()) == {"per_kind"}
+    assert f"return sg_{name}_fd_per_kind(q, u, p, out, 0);" in c.split(f"int sg_{name}_forward_dynamics(")[1]
+    for fn in (f"void sg_{name}_inverse_dynamics(", f"void sg_{name}_mass_matrix("):   # the drivers themselves
+        assert f"sg_{name}_kind[k]" in c.split(fn)[1].split("\n}\n")[0], fn
+    per_kind = build_model(model)
     rng = np.random.default_rng(9)
     for _ in range(5):
         q, u = _state(tree, rng)
         T = rng.normal(size=tree.nu)
-        assert_close(loops.forward_dynamics(q, u, T), tree.forward_dynamics(q, u, T), 1e-10, "FD loops")
-        assert_close(loops.inverse_dynamics(q, u, T), tree.inverse_dynamics(q, u, T), 1e-12, "ID loops")
-        assert_close(loops.mass_matrix(q), tree.mass_matrix(q), 1e-12, "M loops")
+        assert_close(per_kind.forward_dynamics(q, u, T), tree.forward_dynamics(q, u, T), 1e-10, "FD per-kind")
+        assert_close(per_kind.inverse_dynamics(q, u, T), tree.inverse_dynamics(q, u, T), 1e-12, "ID per-kind")
+        assert_close(per_kind.mass_matrix(q), tree.mass_matrix(q), 1e-12, "M per-kind")
 
 
 def test_avx2_copies_give_the_baseline_bits():

@@ -171,14 +171,11 @@ def test_armature_matches_pinocchio(massless_tip, floating):
     assert max(err.values()) <= TOL, err
 
 
-def test_armature_in_the_loop_form_matches_pinocchio(massless_tip, monkeypatch):
-    """Large models use the per-body helper loops instead of straight-line code: armature there too."""
-    from symgen import soa
-
-    monkeypatch.setattr(soa, "STRAIGHT_LINE_LIMIT", 0)
-    monkeypatch.setattr(soa, "CRBA_UNROLL_LIMIT", 0)
+def test_armature_in_the_per_kind_form_matches_pinocchio(massless_tip):
+    """Large models take the per-kind form (C loops over the bodies) instead of straight-line code: armature
+    there too."""
     armature = {"thumb": 0.002, "j1": 0.05}
-    mb = symgen.build(massless_tip, armature=armature)
+    mb = symgen.build(massless_tip, armature=armature, form="per_kind")
     pm = pin.buildModelFromUrdf(massless_tip)
     set_armature(pm, armature)
     err = compare_with_pinocchio(mb, pm, False, np.random.default_rng(6), 4, frames=False)

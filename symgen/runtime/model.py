@@ -70,6 +70,8 @@ class MultibodyModel:
         self.body_names = tuple(b["name"] for b in manifest["bodies"])
         self.frame_names = tuple(manifest["frames"])
         self.warnings = tuple(manifest.get("warnings", ()))
+        #: which form each dynamics entry point was built in: "straight" (straight-line) or "per_kind"
+        self.forms = dict(manifest.get("forms", {}))
         #: moving hinges whose outboard subtree has no mass or inertia in their directions (D singular)
         self.singular_hinges = tuple(manifest.get("singular_hinges", ()))
         self._frames = {k: (v["body"], np.array(v["R"], float), np.array(v["p"], float))

@@ -1,4 +1,4 @@
-"""The loop form of the model algorithms: :mod:`symgen.soa`'s per-body steps traced once per *body kind*, and
+"""The per-kind form of the model algorithms: :mod:`symgen.soa`'s per-body steps traced once per *body kind*, and
 C loops over the model's flat topology arrays that call them.
 
 A body kind is what the traced code of a step depends on: the hinge spec (its kernels and their structural
@@ -62,8 +62,8 @@ class _Kind:
         self.template = {}   # field -> list of float (constant for this kind) or None (stored at run time)
 
 
-class LoopForm:
-    """C of the loop form for one model: the step functions, their tables and the FD / ID / M drivers."""
+class PerKindForm:
+    """C of the per-kind form for one model: the step functions, their tables and the FD / ID / M drivers."""
 
     def __init__(self, bodies: list, layout: ModelLayout, name: str):
         self.bodies, self.L, self.name = bodies, layout, name
@@ -301,7 +301,9 @@ class LoopForm:
         return tbl
 
     def emit(self, want=("fd", "id", "mm")) -> dict:
-        """The drivers' bodies: ``fd`` (int f(q, u, p, out, mats)), ``id`` and ``mm`` (f(q, u, p, out))."""
+        """The drivers' bodies: ``fd`` (int f(q, u, p, out, mats)), ``id`` and ``mm`` (f(q, u, p, out)), and
+        ``mats`` (int f(q, u, p, out): the ATBI factorization's matrices into out, FD's tip-to-base half alone;
+        with ``fd`` wanted too, FD's driver fills them instead)."""
         nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
         ws = f"double ws[{nb * L.workspace.size}];"
         kinds = f"sg_{nm}_kind"
@@ -309,15 +311,20 @@ class LoopForm:
         loop_down = f"for (k = {nb - 1}; k >= 0; --k)"
         args = "(k, q, u, p, ws, out, mats)"
         out = {}
-        kin = self._table("velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
-        if "fd" in want:
+        if {"fd", "id", "mats"} & set(want):
+            kin = self._table("velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
+        if {"fd", "mats"} & set(want):
             tip = self._table("atbi_tip", partial(self._atbi_tip, mats=True),
                               "ATBI tip to base: P, z, D, G, eps, nu; P+ and z+ into the parent")
-            base = self._table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha")
             P0, n0 = L.workspace["P"], 21 + 6
             assert L.workspace["z"] == P0 + 21
-            out["fd"] = [ws, "int k, i, s;",
-                         f"{loop_up} for (i = 0; i < {n0}; ++i) ws[{L.workspace.size} * k + {P0} + i] = 0.0;  /* P, z */",
+            zero = f"{loop_up} for (i = 0; i < {n0}; ++i) ws[{L.workspace.size} * k + {P0} + i] = 0.0;  /* P, z */"
+        if "mats" in want and "fd" not in want:
+            out["mats"] = [ws, "int k, i, s;", "double *mats = out;", zero, f"{loop_up} {kin}[{kinds}[k]]{args};",
+                           f"{loop_down} if ((s = {tip}[{kinds}[k]]{args}) != 0) return s;", "return 0;"]
+        if "fd" in want:
+            base = self._table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha")
+            out["fd"] = [ws, "int k, i, s;", zero,
                          f"{loop_up} {kin}[{kinds}[k]]{args};",
                          f"{loop_down} if ((s = {tip}[{kinds}[k]]{args}) != 0) return s;",
                          f"{loop_up} {base}[{kinds}[k]]{args};", "return 0;"]
@@ -357,9 +364,10 @@ class LoopForm:
         nm, L = self.name, self.L
         ints = lambda xs: ", ".join(str(int(x)) for x in xs)  # noqa: E731
         rows = [f"    {{{', '.join(repr(x) for x in body_constants(b, L))}}},  /* '{b.name}' */" for b in self.bodies]
-        return ([f"/* loop form: the kind of each body (which step functions it takes), its parent (-1: newtonian), "
-                 f"its first Q and U and its U count */",
-                 f"static const int sg_{nm}_kind[{len(self.bodies)}] = {{ {ints(self.kind_of)} }};",
+        return ([f"/* the bodies' topology: their parent (-1: newtonian), first Q and U, U count"
+                 + (" and kind (which per-kind step functions they take) */" if self.functions else " */")]
+                + ([f"static const int sg_{nm}_kind[{len(self.bodies)}] = {{ {ints(self.kind_of)} }};"]
+                   if self.functions else []) + [
                  f"static const int sg_{nm}_parent[{len(self.bodies)}] = {{ {ints(b.parent for b in self.bodies)} }};",
                  *([f"static const int sg_{nm}_q0[{len(self.bodies)}] = {{ {ints(L.q0)} }};"]
                    if any(f"sg_{nm}_q0[" in ln for ln in self.functions) else []),

@@ -1,0 +1,147 @@
+"""The two forms of the model dynamics, generated from the one algorithm in ``symgen.soa``:
+
+* the straight-line form (every body traced into one function) that ``forward_dynamics``,
+  ``inverse_dynamics`` and ``mass_matrix`` take for models up to ``soa``'s size limits, and
+* the per-kind form (``symgen.perkind``: the same per-body steps traced once per body kind, called by C loops
+  over the bodies) that they take above them, and for every model built with ``form="per_kind"``.
+
+A model carries one form of each entry point.  The two must agree to 1e-12 on every test model (a regression
+check: one algorithm, two traces; each model is built once in each form), and the per-kind form must agree
+with Pinocchio's ``aba``, ``rnea`` and ``crba`` (the oracle) to 1e-9 relative, as the straight-line form does
+in tests/test_model_pinocchio.py.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgen
+from model_factory import random_tree_dict, random_urdf, tree_model
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "models"
+TOL = 1e-12
+PER_KIND = {"forward_dynamics": "per_kind", "inverse_dynamics": "per_kind", "mass_matrix": "per_kind"}
+STRAIGHT = {"forward_dynamics": "straight", "inverse_dynamics": "straight", "mass_matrix": "straight"}
+
+
+def _yaml(tmp, d) -> str:
+    import yaml
+
+    path = tmp / f"{d['name']}.yaml"
+    path.write_text(yaml.safe_dump(d))
+    return str(path)
+
+
+MODELS = ([(f.name, False) for f in sorted(EXAMPLES.glob("*.yaml"))]
+          + [("arm6.urdf", False), ("arm7.urdf", False), ("quadruped.urdf", True), ("humanoid.urdf", True)]
+          + [("random-tree-3", False), ("random-tree-7", False), ("random-urdf-5", True), ("armature-tree", False)])
+
+
+def _build(name, floating, tmp, form):
+    if name.startswith("random-tree-"):  # the trees test_dynamics builds (one compile each per session)
+        from symgen.package import build_model
+
+        return build_model(tree_model(int(name.rsplit("-", 1)[1])), form=form)
+    if name == "armature-tree":      # armature on every hinge that moves (per-kind form: armature read at run time)
+        from symgen.hinges import bind
+        from symgen.model import load_model
+
+        d = random_tree_dict(5, name="armature_tree")
+        path = _yaml(tmp, d)
+        bodies = load_model(path).bodies   # the moving hinges, read without building the model
+        arm = {b.hinge_name: 0.01 * (1 + i) for i, b in enumerate(bodies)
+               if bind(b.hinge_type, **b.hinge_kwargs()).nu}
+        return symgen.build(path, armature=arm, form=form)
+    if name.startswith("random-urdf-"):
+        path = tmp / f"{name}.urdf"
+        path.write_text(random_urdf(int(name.rsplit("-", 1)[1]), 9))
+        return symgen.build(str(path), floating_base=floating, form=form)
+    return symgen.build(str(EXAMPLES / name), floating_base=floating, form=form)
+
+
+@pytest.fixture(scope="module", params=MODELS, ids=[f"{m}{'-floating' if fb else ''}" for m, fb in MODELS])
+def model(request, tmp_path_factory):
+    """(the model as built by default: straight-line, the same model built with form="per_kind")."""
+    name, floating = request.param
+    tmp = tmp_path_factory.mktemp("perkind")
+    straight, per_kind = (_build(name, floating, tmp, form) for form in ("auto", "per_kind"))
+    assert per_kind.forms == PER_KIND
+    return straight, per_kind
+
+
+def _rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b))))) if np.size(b) else 0.0
+
+
+def test_per_kind_form_agrees_with_straight_line(model):
+    """FD, ID (with external forces) and M of both forms at random states, to 1e-12 relative."""
+    mb, lf = model
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        q = mb.sanitize(rng.uniform(-2, 2, mb.nq)) if mb.nq else np.zeros(0)
+        u, T, udot = rng.normal(size=mb.nu), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+        f = rng.normal(size=(mb.nb, 6))
+        assert _rel(lf.forward_dynamics(q, u, T, f_ext=f, tree=True),
+                    mb.forward_dynamics(q, u, T, f_ext=f, tree=True)) < TOL
+        assert _rel(lf.inverse_dynamics(q, u, udot, f_ext=f), mb.inverse_dynamics(q, u, udot, f_ext=f)) < TOL
+        assert _rel(lf.mass_matrix(q), mb.mass_matrix(q)) < TOL
+
+
+def test_per_kind_form_identities(model):
+    """Independent of the straight-line form: M Udot = T - C with C = ID(q, u, 0) (ATBI against Newton-Euler
+    and the composite-body M, all per-kind form), M symmetric."""
+    mb, lf = model
+    rng = np.random.default_rng(3)
+    q = mb.sanitize(rng.uniform(-2, 2, mb.nq)) if mb.nq else np.zeros(0)
+    u, T = rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+    M = lf.mass_matrix(q)
+    udot = lf.forward_dynamics(q, u, T, tree=True)
+    C = lf.inverse_dynamics(q, u, np.zeros(mb.nu))
+    assert _rel(M @ udot + C, T) < 1e-9
+    assert _rel(M, M.T) < 1e-14
+
+
+@pytest.mark.parametrize("robot,floating", [("arm7", False), ("quadruped", True), ("rand11", True)])
+def test_per_kind_form_agrees_with_pinocchio(robot, floating, tmp_path):
+    pin = pytest.importorskip("pinocchio")
+    from pin_maps import compare_with_pinocchio
+
+    if robot.startswith("rand"):
+        path = tmp_path / f"{robot}.urdf"
+        path.write_text(random_urdf(int(robot[4:]), 10))
+    else:
+        path = EXAMPLES / f"{robot}.urdf"
+    mb = symgen.build(str(path), floating_base=floating, form="per_kind")
+    pm = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating
+          else pin.buildModelFromUrdf(str(path)))
+    pm.gravity.linear[:] = mb.gravity
+    err = compare_with_pinocchio(mb, pm, floating, np.random.default_rng(5), n_states=4, frames=False)
+    assert max(err.values()) < 1e-9, err
+
+
+def test_one_form_per_entry_point():
+    """A model carries one form of FD, ID and M: the bundled arm7 (under the size limits) the straight-line
+    form only (of the per-kind steps just FD's tip-to-base half, for atbi_matrices), and built with
+    form="per_kind" that form only; the forms are in the manifest and on the model."""
+    from symgen.model import load_model
+    from symgen.sources import cached_model_sources
+
+    model = load_model(str(EXAMPLES / "arm7.urdf"))
+    for form, expected in (("auto", STRAIGHT), ("per_kind", PER_KIND)):
+        files, manifest = cached_model_sources(model, form)
+        c = files["arm7.c"]
+        assert manifest["forms"] == expected
+        for fn in ("int sg_arm7_forward_dynamics(", "void sg_arm7_inverse_dynamics(", "void sg_arm7_mass_matrix(",
+                   "int sg_arm7_atbi_matrices("):
+            assert c.count(fn) == 1, fn
+        steps = {s for s in ("velocities", "atbi_tip", "atbi_base", "rnea_base", "rnea_tip", "joint", "crba_tip",
+                             "crba_walk") if f"sg_arm7_{s}_0(" in c}
+        assert steps == ({"velocities", "atbi_tip"} if form == "auto" else
+                         {"velocities", "atbi_tip", "atbi_base", "rnea_base", "rnea_tip", "joint", "crba_tip",
+                          "crba_walk"}), steps
+        assert "_loop(" not in c
+    with pytest.raises(ValueError, match="form must be one of 'auto', 'per_kind'"):
+        symgen.build(str(EXAMPLES / "arm7.urdf"), form="loop")
