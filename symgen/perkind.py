@@ -182,6 +182,20 @@ class PerKindForm:
             T.effect(("}",))
         T.effect(("return 0;",))
 
+    def _atbi_mats(self, T, kind, b):
+        """The tip-to-base step of atbi_matrices: atbi_tip without velocities, forces or T (they fold away), P+
+        into the parent, the body's P, D, Dinv, G, tauper, psi into mats."""
+        K = self._load_K(T, kind, b, with_ab=False)
+        K["a"] = K["b"] = [0.0] * 6
+        Pc = [] if kind.leaf else [self._sym6(T, "P")]
+        step, push = soa.atbi_tip(T, b, K, Pc, [], [0.0] * b.nu, [0.0] * 6)
+        if push:
+            self._add(T, "P", [push[0][i][j] for i in range(6) for j in range(i, 6)])
+        for i, v in enumerate(soa.atbi_matrices(T, b, K, step)):
+            if not (isinstance(v, float) and v == 0.0):     # the driver zeroes mats
+                T.store(f"mk[{i}]", v)
+        T.effect(("return 0;",))
+
     def _atbi_base(self, T, kind, b):
         n = b.nu
         K = self._load_K(T, kind, b)
@@ -292,11 +306,14 @@ class PerKindForm:
         return fn
 
     def _table(self, step: str, trace, doc: str, **kw) -> str:
-        """A step traced for every kind, and its table ``sg_<m>_<step>[kind]``."""
+        """A step traced for every kind, and its table ``sg_<m>_<step>[kind]`` (once per step)."""
+        tbl = f"sg_{self.name}_{step}"
+        if any(line.startswith(f"static int (*const {tbl}[") or line.startswith(f"static void (*const {tbl}[")
+               for line in self.tables):
+            return tbl
         fns = [self._function(step, kind, trace, doc, **kw) for kind in self.kinds]
         sig = kw.get("signature", _SIGNATURE)
         ret = "int" if sig == _SIGNATURE else "void"
-        tbl = f"sg_{self.name}_{step}"
         self.tables += [f"static {ret} (*const {tbl}[{len(fns)}]){sig} = {{", "    " + ", ".join(fns), "};"]
         return tbl
 
@@ -311,18 +328,22 @@ class PerKindForm:
         loop_down = f"for (k = {nb - 1}; k >= 0; --k)"
         args = "(k, q, u, p, ws, out, mats)"
         out = {}
-        if {"fd", "id", "mats"} & set(want):
+        P0, n0 = L.workspace["P"], 21 + 6
+        assert L.workspace["z"] == P0 + 21
+        zero = f"{loop_up} for (i = 0; i < {n0}; ++i) ws[{L.workspace.size} * k + {P0} + i] = 0.0;  /* P, z */"
+        if "fd" in want or "id" in want:
             kin = self._table("velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
-        if {"fd", "mats"} & set(want):
+        if "mats" in want and "fd" not in want:
+            jt = self._table("joint", self._joint, "X_pb and H")
+            mt = self._table("atbi_mats", self._atbi_mats,
+                             "ATBI tip to base without velocities: P, D, G into mats; P+ into the parent")
+            out["mats"] = [ws, "int k, i, s;", "double *mats = out;", zero,
+                           f"for (i = 0; i < {nb * L.mats.size}; ++i) mats[i] = 0.0;",
+                           f"{loop_up} {jt}[{kinds}[k]]{args};",
+                           f"{loop_down} if ((s = {mt}[{kinds}[k]]{args}) != 0) return s;", "return 0;"]
+        if "fd" in want:
             tip = self._table("atbi_tip", partial(self._atbi_tip, mats=True),
                               "ATBI tip to base: P, z, D, G, eps, nu; P+ and z+ into the parent")
-            P0, n0 = L.workspace["P"], 21 + 6
-            assert L.workspace["z"] == P0 + 21
-            zero = f"{loop_up} for (i = 0; i < {n0}; ++i) ws[{L.workspace.size} * k + {P0} + i] = 0.0;  /* P, z */"
-        if "mats" in want and "fd" not in want:
-            out["mats"] = [ws, "int k, i, s;", "double *mats = out;", zero, f"{loop_up} {kin}[{kinds}[k]]{args};",
-                           f"{loop_down} if ((s = {tip}[{kinds}[k]]{args}) != 0) return s;", "return 0;"]
-        if "fd" in want:
             base = self._table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha")
             out["fd"] = [ws, "int k, i, s;", zero,
                          f"{loop_up} {kin}[{kinds}[k]]{args};",
