@@ -451,6 +451,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = ()) ->
             "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
             "frame_poses_lines": fk["frame_poses"], **_frame_tables(model, index),
+            "lanes": emit_lanes(model, layout, slugs, index, ML, name),
             **emit_loops(model, layout, slugs, index, name, ML, list(loops))}
 
 
@@ -707,3 +708,112 @@ def _trace_function(fn, bodies, nu, calls) -> list:
     lines = calls.head() + head + body
     casts = void_unused(("q", "u", "p", "out"), lines)
     return ([casts] if casts else []) + lines
+
+
+# --------------------------------------------------------------------------------------------------
+# the lane form: the traced FD, ID and M printed a second way, for SG_W states per call
+# --------------------------------------------------------------------------------------------------
+
+#: lanes (states per call) of the lane form: 8 doubles fill one AVX-512 register, the ISA the lane functions are
+#: compiled for (templates/helpers/lanes.c.jinja).  Measured on arm7 (µs per state, C batch): W = 8 with AVX-512
+#: 0.092 FD, W = 4 with AVX2 0.13, W = 8 with AVX2 about 0.17, one state at a time 0.32
+LANE_WIDTH = 8
+#: straight-line functions longer than this get no lane form (their batches stay one state at a time): the lane
+#: form compiles about as long as the one-state function it copies
+LANE_MAX_LINES = 6000
+
+
+def _lane_function(fn, bodies, nu, layout, slugs, p_stride, out_size) -> dict | None:
+    """One algorithm traced and printed as a lane function (templates/helpers/lanes.c.jinja), or None when it
+    has no lane form.  Returns the pieces the template prints: the inputs to transpose into lane-major arrays
+    ``<a>_l[i][l]`` (array, count, row stride), the hinge kernel calls per lane, the statements."""
+    from .soa import NotPositiveDefinite
+    from .tape import LaneError, Tape
+
+    T = Tape()
+    try:
+        fn(T, bodies, nu)
+    except NotPositiveDefinite:
+        return None                                       # a constant D that can never be solved: scalar
+    try:
+        body = T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"})
+    except LaneError:
+        return None
+    if len(body) > LANE_MAX_LINES:
+        return None
+    size = {}                                             # array -> entries read (max index + 1)
+    for text in T.live_inputs():
+        m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
+        size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
+    strides = {"q": sum(layout[b.name]["nq"] for b in bodies), "u": nu, "p": p_stride}
+    ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
+    # the hinge kernels' outputs the live code reads: per lane, the scalar kernel into k_out, then its entries
+    calls = _HingeCalls(layout, slugs)
+    per_lane, decls = [], []
+    for b in bodies:
+        for arr, kernel, n in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
+                               (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)):
+            live = sorted(int(t[len(arr) + 1:-1]) for t in T.live_inputs() if t.startswith(arr + "["))
+            if not live:
+                continue
+            decls.append(f"sg_vd {arr}[{n}];  /* '{b.name}' */")
+            call = calls(b.name, kernel, "k_out")
+            per_lane.append(call + "  " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live))
+    angles = calls._angles
+    head = []
+    if angles:
+        n = len(angles)
+        head += [f"double ang[{n} * SG_W], sc[{2 * n} * SG_W];  /* each lane's hinge angles; sc = (sin, cos) of each */",
+                 "for (l = 0; l < SG_W; ++l) {",
+                 f"    const double *q_r = q + (long)l * {strides['q']};  /* state l's row */",
+                 *[f"    ang[{n} * l + {i}] = {_row_q(a)};  /* '{name}' */" for i, (a, name) in enumerate(angles)],
+                 "}",
+                 f"sg_sincos_n({n} * SG_W, ang, sc);"]
+    if per_lane:
+        k_size = max([16] + [6 * b.nu for b in bodies])
+        head += decls + [
+            "for (l = 0; l < SG_W; ++l) {  /* the hinge kernels, one lane at a time, into the lane arrays */",
+            f"    const double *q_r = q + (long)l * {strides['q']}, *u_r = u + (long)l * {nu};",
+            *([f"    const double *sc_r = sc + {2 * len(angles)} * l;"] if angles else []),
+            f"    double k_out[{k_size}];",
+            *["    " + re.sub(r"\(q \+ (\d+), u \+ (\d+), (sc \+|0)", _lane_args, c) for c in per_lane],
+            "}"]
+    used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size}
+    return {"ins": ins, "head": head, "lines": body, "unused": [a for a, x in used.items() if not x],
+            "out_size": out_size}
+
+
+def _row_q(text: str) -> str:
+    return re.sub(r"\bq\[", "q_r[", text)
+
+
+def _lane_args(m) -> str:
+    """A hinge kernel call's arguments for lane l: state l's rows of q and u, its sines and cosines."""
+    return f"(q_r + {m.group(1)}, u_r + {m.group(2)}, " + ("sc_r +" if m.group(3) == "sc +" else "0")
+
+
+def emit_lanes(model, layout, slugs, index, L, name, width: int = LANE_WIDTH) -> dict:
+    """The lane form of forward dynamics, inverse dynamics and the mass matrix (``sg_<name>_<kind>_lanes``,
+    templates/helpers/lanes.c.jinja): each straight-line function of :func:`_traced_dynamics` printed a second
+    way by :meth:`symgen.tape.Tape.lane_lines`, SG_W states per call.  A kind is left out (its batch stays one
+    state at a time) where it has no straight-line form, is longer than :data:`LANE_MAX_LINES`, or has a
+    statement without a lane form.  Closed chains (TA) have none."""
+    from functools import partial
+
+    from . import soa
+
+    bodies = body_infos(model, layout, slugs, index)
+    io = soa.ArrayIO(L)
+
+    def trace(fn, p_stride, out_size):
+        run = partial(fn, io=io)
+        return _lane_function(lambda T, bodies, nu: run(T, parametric_bodies(T, bodies, L), nu), bodies, L.nu,
+                              layout, slugs, p_stride, out_size)
+
+    fd = trace(soa.atbi, L.params.size, L.nu)
+    straight = fd is not None and len(fd["lines"]) <= soa.STRAIGHT_LINE_LIMIT
+    kinds = {"fd": fd if straight else None,
+             "id": trace(soa.rnea, L.params.size, L.nu) if straight else None,
+             "mm": (trace(soa.crba, L.params.size if L.theta_blocks else 0, L.nu * L.nu)
+                    if soa.crba_steps(bodies) <= soa.CRBA_UNROLL_LIMIT else None)}
+    return {"width": width, **kinds}
