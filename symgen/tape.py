@@ -253,16 +253,18 @@ class Tape:
 
 
     # ---- the lane form: the same statements for W states at once
-    def lane_lines(self, vector: str = "sg_vd", width: str = "SG_W", arrays: dict | None = None) -> list:
+    def lane_lines(self, vector: str = "sg_vd", width: str = "SG_W", arrays: dict | None = None,
+                   rows: dict | None = None) -> list:
         """The statements of :meth:`lines` for W (``width``) states at once: every temporary is a ``vector`` (a C
         type of W doubles, ``__attribute__((vector_size))``, on which the compiler's +, -, *, / act lane by lane), so
         each lane computes the same operations in the same order as :meth:`lines`.  An input ``A[i]`` is read
         from the vector array ``A'[i]`` (``arrays`` renames A to A', e.g. ``{"u": "u_l"}``); a store
-        ``out[i] = v;`` writes ``out'[i]``.  A pivot check (``if (!(d > 0.0)) return k;``) records, per lane l,
+        ``out[i] = v;`` writes ``out'[i]``, or, for an array in ``rows`` (array -> row length), lane l's entry i of
+        that array's row-major rows, ``out[l * row + i]`` (no vector array to copy out afterwards).  A pivot check (``if (!(d > 0.0)) return k;``) records, per lane l,
         the first body whose D is not positive definite in ``st[l]`` (the caller declares ``int st[W]``
         zeroed, and ``l``) and goes on; ``return 0;`` is left to the caller.  Names are those of :meth:`lines`.
         Raises :class:`LaneError` for a statement it cannot print per lane (a call, another effect)."""
-        arrays = arrays or {}
+        arrays, rows = arrays or {}, rows or {}
         self.lines()                                      # names the live temporaries
         loop = f"for (l = 0; l < {width}; ++l)"
 
@@ -295,8 +297,12 @@ class Tape:
             parts = s[1]
             if len(s) > 3:                                # a store (a constant one lane by lane)
                 tgt, value = s[3]
-                out.append(f"{entry(tgt)} = {ref(value)};" if isinstance(value, Val)
-                           else f"{loop} {entry(tgt)}[l] = {value};")
+                m = re.fullmatch(r"(\w+)\[(\d+)\]", tgt)
+                lane = f"{ref(value)}[l]" if isinstance(value, Val) else value
+                if m and m.group(1) in rows:
+                    out.append(f"{loop} {m.group(1)}[(long)l * {rows[m.group(1)]} + {m.group(2)}] = {lane};")
+                else:
+                    out.append(f"{entry(tgt)} = {ref(value)};" if isinstance(value, Val) else f"{loop} {entry(tgt)}[l] = {value};")
                 continue
             text = "".join(p if isinstance(p, str) else "@" for p in parts)
             if text == "return 0;":
@@ -306,6 +312,10 @@ class Tape:
                 out.append(f"{loop} if (!st[l] && !({ref(parts[1])}[l] > 0.0)) st[l] = {m.group(1)};{m.group(2)}")
                 continue
             m = re.fullmatch(r"\{ int i; for \(i = 0; i < (\d+); \+\+i\) (\w+)\[i\] = 0\.0; \}(.*)", text)
+            if m and m.group(2) in rows:
+                n, arr = m.group(1), m.group(2)
+                out.append(f"{{ int i; {loop} for (i = 0; i < {n}; ++i) {arr}[(long)l * {rows[arr]} + i] = 0.0; }}{m.group(3)}")
+                continue
             if m:
                 arr = arrays.get(m.group(2), m.group(2))
                 out.append(f"{{ int i; for (i = 0; i < {m.group(1)}; ++i) {loop} {arr}[i][l] = 0.0; }}{m.group(3)}")
