@@ -26,8 +26,10 @@ state for batches).  Rows:
 
 Columns: ``py1`` one call from Python per state (a new output array each call, as users call it; frames by
 a handle from ``mb.frame_handle``), ``batch`` one symgen call for ``--n`` states (per state; fd, id and M
-write into a preallocated ``out=``, as Pinocchio writes into its Data), Pinocchio one call from Python;
-ratio = symgen / Pinocchio.
+write into a preallocated ``out=``, as Pinocchio writes into its Data; the batches of fd, id and M run the
+lane form, templates/helpers/lanes.c.jinja, where the model and the CPU have one), Pinocchio one call from
+Python; ratio = symgen / Pinocchio.  With ``--c`` the summary also has ``C batch``: the ``_batch`` functions
+called once for the ``--n`` states from a plain C main (no Python, p filled beforehand), per state.
 
 Optional sections (each is also a script of its own; see its docstring):
 
@@ -174,11 +176,14 @@ def summary(results: dict) -> dict:
         rows = {}
         for row, ck, pk, mk in SUMMARY_ROWS:
             r = {"symgen_C": c[ck] if c else None, "symgen_batch": res["rows"][row]["batch"],
+                 "symgen_C_batch": c.get(f"{ck}_batch") if c else None,
                  "pin_cpp": pc[pk] if pc else None, "mujoco": mj[mk] if mj else None,
                  "mujoco_timed_in": mj["timed_in"] if mj else None}
             peers = [x for x in (r["pin_cpp"], r["mujoco"]) if x is not None]
             r["ratio"] = r["symgen_C"] / min(peers) if peers and r["symgen_C"] is not None else None
             r["ratio_batch"] = r["symgen_batch"] / r["pin_cpp"] if r["pin_cpp"] else None
+            r["ratio_C_batch"] = (r["symgen_C_batch"] / r["pin_cpp"] if r["pin_cpp"] and r["symgen_C_batch"] is not None
+                                  else None)
             rows[row] = r
         out[spec] = rows
     return out
@@ -191,13 +196,15 @@ def print_summary(summ: dict) -> None:
     mj_where = {r["mujoco_timed_in"] for rows in summ.values() for r in rows.values() if r["mujoco_timed_in"]}
     mj_label = "MuJoCo C" if mj_where <= {"C"} else "MuJoCo py" if mj_where == {"python"} else "MuJoCo C/py"
     print("\nSummary: median us per state / call; ratio = symgen C / min(pin C++, MuJoCo); "
-          "batch/pin = symgen batch / pin C++")
+          "batch/pin = symgen batch / pin C++; C batch: one _batch call from C (the lane form), C batch/pin likewise")
     for spec, rows in summ.items():
         print(f"\n{spec}")
-        print(f"{'':4} {'symgen C':>12} {'symgen batch':>12} {'pin C++':>12} {mj_label:>12} {'ratio':>12} {'batch/pin':>12}")
+        print(f"{'':4} {'symgen C':>12} {'symgen batch':>12} {'C batch':>12} {'pin C++':>12} {mj_label:>12} {'ratio':>12} "
+              f"{'batch/pin':>12} {'C batch/pin':>12}")
         for row, r in rows.items():
-            print(f"{row:4} {cell(r['symgen_C'])} {cell(r['symgen_batch'])} {cell(r['pin_cpp'])} {cell(r['mujoco'])} "
-                  f"{cell(r['ratio'])} {cell(r['ratio_batch'])}")
+            print(f"{row:4} {cell(r['symgen_C'])} {cell(r['symgen_batch'])} {cell(r.get('symgen_C_batch'), f='{:.3f}')} "
+                  f"{cell(r['pin_cpp'])} {cell(r['mujoco'])} {cell(r['ratio'])} {cell(r['ratio_batch'])} "
+                  f"{cell(r.get('ratio_C_batch'), f='{:.3f}')}")
 
 
 def main(argv=None) -> int:

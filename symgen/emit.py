@@ -602,6 +602,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> d
         raise ModelError(f"{model.source or model.name}: parametric builds need the straight-line dynamics, and "
                          + ("this build asks for the per-kind form (form='per_kind')" if form != "auto" else
                             "this model is past symgen.soa's size limits") + "; build it without parameters=")
+    lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"])
     per_kind = PerKindForm(bodies, L, name)
     drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None) + ("mats",))
     fd = traced["fd"] or [f"return sg_{name}_fd_per_kind(q, u, p, out, 0);"]
@@ -615,7 +616,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> d
     forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
              "mass_matrix": "straight" if traced["mm"] else "per_kind"}
-    return {"parts": parts, "forms": forms, "per_kind_functions": per_kind.functions + per_kind.tables,
+    return {"parts": parts, "forms": forms, "lanes": lanes, "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
             "dispatch": {k: "SG_CLONES " if clones and traced[k] and len(traced[k]) <= soa.AVX2_COPY_MAX_LINES
@@ -676,29 +677,38 @@ def parametric_bodies(T, bodies, L) -> list:
 def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
     """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.soa`);
     None for those that take the per-kind form: all with ``straight=False``, else those over symgen.soa's size
-    limits (FD and ID together by FD's length, M by its walk)."""
+    limits (FD and ID together by FD's length, M by its walk).  ``tapes``: the traced tape of each straight-line
+    one (None where it has none), which the lane form prints a second way."""
     from functools import partial
 
     from . import soa
 
+    none = {"fd": None, "id": None, "mm": None}
     if not straight:
-        return {"fd": None, "id": None, "mm": None}
+        return {**none, "tapes": dict(none)}
     io = soa.ArrayIO(L)
+    tapes = dict(none)
 
-    def trace(fn, **kw):
-        run = partial(fn, io=io, **kw)
-        return _trace_function(lambda T, bodies, nu: run(T, parametric_bodies(T, bodies, L), nu), bodies, L.nu,
-                               _HingeCalls(layout, slugs))
+    def trace(key, fn):
+        run, kept = partial(fn, io=io), []
+        lines = _trace_function(lambda T, bodies, nu: run(T, parametric_bodies(T, bodies, L), nu), bodies, L.nu,
+                                _HingeCalls(layout, slugs), kept)
+        tapes[key] = kept[0]
+        return lines
 
-    fd = trace(soa.atbi)
+    fd = trace("fd", soa.atbi)
     short = len(fd) <= soa.STRAIGHT_LINE_LIMIT
+    if not short:
+        tapes["fd"] = None
     unroll_crba = soa.crba_steps(bodies) <= soa.CRBA_UNROLL_LIMIT
-    return {"fd": fd if short else None, "id": trace(soa.rnea) if short else None,
-            "mm": trace(soa.crba) if unroll_crba else None}
+    return {"fd": fd if short else None, "id": trace("id", soa.rnea) if short else None,
+            "mm": trace("mm", soa.crba) if unroll_crba else None, "tapes": tapes}
 
 
-def _trace_function(fn, bodies, nu, calls) -> list:
-    """Trace one algorithm; prepend the hinge kernel calls whose outputs the live code reads."""
+def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
+    """Trace one algorithm; prepend the hinge kernel calls whose outputs the live code reads.  ``tapes``: a
+    list the tape is appended to (None when the trace stopped at a constant D that is not positive definite),
+    for a second printing (the lane form)."""
     from .soa import NotPositiveDefinite
     from .tape import Tape
 
@@ -707,8 +717,12 @@ def _trace_function(fn, bodies, nu, calls) -> list:
         fn(T, bodies, nu)
     except NotPositiveDefinite as e:
         b = bodies[e.k]
+        if tapes is not None:
+            tapes.append(None)
         return ["(void)q; (void)u; (void)p; (void)out;",
                 f"return {e.k + 1};  /* D of '{b.name}' is constant and not positive definite */"]
+    if tapes is not None:
+        tapes.append(T)
     body = T.lines()
     arrays = T.live_arrays()
     head = []
@@ -721,3 +735,102 @@ def _trace_function(fn, bodies, nu, calls) -> list:
     lines = calls.head() + head + body
     casts = void_unused(("q", "u", "p", "out"), lines)
     return ([casts] if casts else []) + lines
+
+
+# --------------------------------------------------------------------------------------------------
+# the lane form: the traced FD, ID and M printed a second way, for SG_W states per call
+# --------------------------------------------------------------------------------------------------
+
+#: lanes (states per call) of the lane form: 8 doubles fill one AVX-512 register, the ISA the lane functions are
+#: compiled for (templates/helpers/lanes.c.jinja).  Measured on arm7 (µs per state, C batch): W = 8 with AVX-512
+#: 0.092 FD, W = 4 with AVX2 0.13, W = 8 with AVX2 about 0.17, one state at a time 0.32
+LANE_WIDTH = 8
+#: straight-line functions longer than this get no lane form (their batches stay one state at a time): the lane
+#: form compiles about as long as the one-state function it copies
+LANE_MAX_LINES = 6000
+
+
+def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size) -> dict | None:
+    """One traced algorithm (its tape, None for a trace that stopped at a constant D that is not positive
+    definite) printed as a lane function (templates/helpers/lanes.c.jinja), or None when it has no lane form.
+    Returns the pieces the template prints: the inputs to transpose into lane-major arrays ``<a>_l[i][l]``
+    (array, count, row stride), the hinge kernel calls per lane, the statements."""
+    from .tape import LaneError
+
+    if T is None:
+        return None                                       # a constant D that can never be solved: scalar
+    try:
+        body = T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l"}, rows={"out": out_size})
+    except LaneError:
+        return None
+    if len(body) > LANE_MAX_LINES:
+        return None
+    size = {}                                             # array -> entries read (max index + 1)
+    for text in T.live_inputs():
+        m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
+        size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
+    strides = {"q": sum(layout[b.name]["nq"] for b in bodies), "u": nu, "p": p_stride}
+    ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
+    # the hinge kernels' outputs the live code reads: per lane, the scalar kernel into k_out, then its entries
+    calls = _HingeCalls(layout, slugs)
+    per_lane, decls = [], []
+    for b in bodies:
+        for arr, kernel, n in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
+                               (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)):
+            live = sorted(int(t[len(arr) + 1:-1]) for t in T.live_inputs() if t.startswith(arr + "["))
+            if not live:
+                continue
+            decls.append(f"sg_vd {arr}[{n}];  /* '{b.name}' */")
+            call = calls(b.name, kernel, "k_out")
+            per_lane.append(call + "  " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live))
+    angles = calls._angles
+    head = []
+    if angles:
+        n = len(angles)
+        head += [f"double ang[{n} * SG_W], sc[{2 * n} * SG_W];  /* each lane's hinge angles; sc = (sin, cos) of each */",
+                 "for (l = 0; l < SG_W; ++l) {",
+                 f"    const double *q_r = q + (long)l * {strides['q']};  /* state l's row */",
+                 *[f"    ang[{n} * l + {i}] = {_row_q(a)};  /* '{name}' */" for i, (a, name) in enumerate(angles)],
+                 "}",
+                 f"sg_sincos_n({n} * SG_W, ang, sc);"]
+    if per_lane:
+        k_size = max([16] + [6 * b.nu for b in bodies])
+        head += decls + [
+            "for (l = 0; l < SG_W; ++l) {  /* the hinge kernels, one lane at a time, into the lane arrays */",
+            f"    const double *q_r = q + (long)l * {strides['q']}, *u_r = u + (long)l * {nu};",
+            *([f"    const double *sc_r = sc + {2 * len(angles)} * l;"] if angles else []),
+            f"    double k_out[{k_size}];",
+            *["    " + re.sub(r"\(q \+ (\d+), u \+ (\d+), (sc \+|0)", _lane_args, c) for c in per_lane],
+            "}"]
+    used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size}
+    return {"ins": ins, "head": head, "lines": body, "unused": [a for a, x in used.items() if not x],
+            "out_size": out_size}
+
+
+def _row_q(text: str) -> str:
+    return re.sub(r"\bq\[", "q_r[", text)
+
+
+def _lane_args(m) -> str:
+    """A hinge kernel call's arguments for lane l: state l's rows of q and u, its sines and cosines."""
+    return f"(q_r + {m.group(1)}, u_r + {m.group(2)}, " + ("sc_r +" if m.group(3) == "sc +" else "0")
+
+
+def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH) -> dict:
+    """The lane form of forward dynamics, inverse dynamics and the mass matrix (``sg_<name>_<kind>_lanes``,
+    templates/helpers/lanes.c.jinja): each straight-line function of :func:`_traced_dynamics` (``tapes``) printed
+    a second way by :meth:`symgen.tape.Tape.lane_lines`, SG_W states per call.  A kind is left out (its batch
+    stays one state at a time) where it has no straight-line form, is longer than :data:`LANE_MAX_LINES`, or has
+    a statement without a lane form; so is M of a branched tree (a body with two children: its M has many
+    entries for its arithmetic, and per lane it measured slower than one state at a time: floating quadruped
+    0.44 against 0.35 µs per state, floating humanoid 1.8 against 1.4; arm7, a chain, 0.05 against 0.10).
+    Closed chains (TA) have none."""
+    def lane(key, p_stride, out_size):
+        return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size)
+
+    kinds = {"fd": lane("fd", L.params.size, L.nu), "id": lane("id", L.params.size, L.nu),
+             "mm": lane("mm", L.params.size if L.theta_blocks else 0, L.nu * L.nu)}
+    parents = [b.parent for b in bodies]
+    if len(set(parents)) < len(parents):
+        kinds["mm"] = None      # a branched tree's M: measured slower per lane than one state at a time
+    return {"width": width, **kinds}

@@ -18,6 +18,7 @@ can be read next to the equations.
 from __future__ import annotations
 
 import math
+import re
 
 
 class Val:
@@ -172,6 +173,7 @@ class Tape:
     def store(self, target: str, value) -> None:
         """``target = value;`` (a float is written as a literal)."""
         self.effect((f"{target} = ", value, ";"))
+        self._stmts[-1] += ((target, self._stmts[-1][1][1]),)   # what the lane form (lane_lines) needs to know
 
     def effect(self, parts: tuple) -> None:
         """Any statement, kept in program order; Vals in ``parts`` are printed by name."""
@@ -248,3 +250,84 @@ class Tape:
         """Live traced operations (statements), after folding and sharing."""
         self._mark_live()
         return sum(1 for s in self._stmts if s[0] == "def" and s[1].live)
+
+
+    # ---- the lane form: the same statements for W states at once
+    def lane_lines(self, vector: str = "sg_vd", width: str = "SG_W", arrays: dict | None = None,
+                   rows: dict | None = None) -> list:
+        """The statements of :meth:`lines` for W (``width``) states at once: every temporary is a ``vector`` (a C
+        type of W doubles, ``__attribute__((vector_size))``, on which the compiler's +, -, *, / act lane by lane), so
+        each lane computes the same operations in the same order as :meth:`lines`.  An input ``A[i]`` is read
+        from the vector array ``A'[i]`` (``arrays`` renames A to A', e.g. ``{"u": "u_l"}``); a store
+        ``out[i] = v;`` writes ``out'[i]``, or, for an array in ``rows`` (array -> row length), lane l's entry i of
+        that array's row-major rows, ``out[l * row + i]`` (no vector array to copy out afterwards).  A pivot check (``if (!(d > 0.0)) return k;``) records, per lane l,
+        the first body whose D is not positive definite in ``st[l]`` (the caller declares ``int st[W]``
+        zeroed, and ``l``) and goes on; ``return 0;`` is left to the caller.  Names are those of :meth:`lines`.
+        Raises :class:`LaneError` for a statement it cannot print per lane (a call, another effect)."""
+        arrays, rows = arrays or {}, rows or {}
+        self.lines()                                      # names the live temporaries
+        loop = f"for (l = 0; l < {width}; ++l)"
+
+        def entry(text):
+            m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
+            if not m:
+                raise LaneError(f"{text!r} is not an array entry")
+            return f"{arrays.get(m.group(1), m.group(1))}[{m.group(2)}]"
+
+        def ref(v):
+            if isinstance(v, str):
+                if v.endswith("("):
+                    raise LaneError(f"call {v!r}")
+                return v
+            return entry(v.name) if v.is_input else v.name
+
+        out, pending = [], None
+        for s in self._stmts:
+            if s[0] == "comment":
+                pending = s[1]
+                continue
+            if s[0] == "def" and not s[1].live:
+                continue
+            if pending is not None:
+                out.append(f"/* {pending} */")
+                pending = None
+            if s[0] == "def":
+                out.append(f"const {vector} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};")
+                continue
+            parts = s[1]
+            if len(s) > 3:                                # a store (a constant one lane by lane)
+                tgt, value = s[3]
+                m = re.fullmatch(r"(\w+)\[(\d+)\]", tgt)
+                lane = f"{ref(value)}[l]" if isinstance(value, Val) else value
+                if m and m.group(1) in rows:
+                    out.append(f"{loop} {m.group(1)}[(long)l * {rows[m.group(1)]} + {m.group(2)}] = {lane};")
+                else:
+                    out.append(f"{entry(tgt)} = {ref(value)};" if isinstance(value, Val) else f"{loop} {entry(tgt)}[l] = {value};")
+                continue
+            text = "".join(p if isinstance(p, str) else "@" for p in parts)
+            if text == "return 0;":
+                continue
+            m = re.fullmatch(r"if \(!\(@ > 0\.0\)\) return (\d+);(.*)", text)
+            if m:
+                out.append(f"{loop} if (!st[l] && !({ref(parts[1])}[l] > 0.0)) st[l] = {m.group(1)};{m.group(2)}")
+                continue
+            m = re.fullmatch(r"\{ int i; for \(i = 0; i < (\d+); \+\+i\) (\w+)\[i\] = 0\.0; \}(.*)", text)
+            if m and m.group(2) in rows:
+                n, arr = m.group(1), m.group(2)
+                out.append(f"{{ int i; {loop} for (i = 0; i < {n}; ++i) {arr}[(long)l * {rows[arr]} + i] = 0.0; }}{m.group(3)}")
+                continue
+            if m:
+                arr = arrays.get(m.group(2), m.group(2))
+                out.append(f"{{ int i; for (i = 0; i < {m.group(1)}; ++i) {loop} {arr}[i][l] = 0.0; }}{m.group(3)}")
+                continue
+            raise LaneError(f"statement {text!r} has no lane form")
+        return out
+
+    def live_inputs(self) -> list:
+        """The C text of the inputs the live code reads (``X3[5]``, ``u[2]``), in the order they were made."""
+        self._mark_live()
+        return [name for name, v in self._inputs.items() if v.live]
+
+
+class LaneError(ValueError):
+    """A traced statement that :meth:`Tape.lane_lines` cannot print for several states at once."""

@@ -144,5 +144,6 @@ def test_one_form_per_entry_point():
                          {"velocities", "atbi_tip", "atbi_base", "rnea_base", "rnea_tip", "joint", "crba_tip",
                           "crba_walk"}), steps
         assert "_loop(" not in c
+        assert ("int sg_arm7_fd_lanes(" in c) == (form == "auto")   # the lane form prints the straight-line tape
     with pytest.raises(ValueError, match="form must be one of 'auto', 'per_kind'"):
         symgen.build(str(EXAMPLES / "arm7.urdf"), form="loop")

@@ -21,6 +21,8 @@ interleaved rounds after a warm-up pass, and reports the median µs per state of
 * ``id``    ``sg_<name>_inverse_dynamics(q, u, p, out)``, p = [g, Udot, f_ext = 0]
 * ``M``     ``sg_<name>_mass_matrix(q, u, p, out)`` (nU x nU)
 * ``poses`` ``sg_<name>_poses(q, u, p, out)`` (12 per body)
+* ``fd_batch``, ``id_batch``, ``M_batch``: ``sg_<name>_forward_dynamics_batch(N, Q, U, P, OUT)`` and the like,
+  one call for the N states (P filled before the timing): the lane form where the model has one
 
 The executable runs ``--copies`` times, each time from a fresh copy of its file, and each number is the
 median over the copies, with ``*_spread`` the lowest and highest copy (``bench_common.run_copies``): on
@@ -53,6 +55,8 @@ from bench_common import COPIES, DEFAULT_ROBOTS, parse_robot, report, robot_pars
 
 BUILD = HERE / "build"
 KERNELS = ("fd", "id", "M", "poses")
+#: the _batch calls sg_bench also times (one call for the N states: the lane form where the model has one)
+BATCHES = ("fd_batch", "id_batch", "M_batch")
 CHECK_TOL = 1e-12
 
 
@@ -148,7 +152,7 @@ def run(robots=None, n: int = 10000, rounds: int = 7, verbose: bool = True, copi
     for spec in robots:
         results[spec] = r = bench_robot(spec, n, rounds, cc, copies)
         if verbose:
-            print(f"c_bench {spec:22} nU={r['nu']:3d}  " + "  ".join(f"{k} {r[k]:7.3f}" for k in KERNELS)
+            print(f"c_bench {spec:22} nU={r['nu']:3d}  " + "  ".join(f"{k} {r[k]:7.3f}" for k in KERNELS + BATCHES)
                   + f"  us/state  (state-0 check {r['check']:.1e})", flush=True)
     return results
 

@@ -1,5 +1,6 @@
 /* Plain-C timing of one symgen model's generated kernels (no Python): forward dynamics, inverse dynamics,
- * mass matrix and the poses of all bodies, one call per state.
+ * mass matrix and the poses of all bodies, one call per state; and FD, ID and M through their _batch functions,
+ * one call for the N states (fd_batch, id_batch, M_batch: the lane form where the model has one).
  *
  * Built by benchmarks/c_bench/run.py against one generated model (only the model's <name>.c is compiled
  * with it; that file #includes its hinge kernels):
@@ -13,6 +14,7 @@
  *   (each round times every kernel over the N states, kernels interleaved, after one warm-up pass).
  * t.bin is both the generalized force of FD and the Udot of ID (as in benchmarks/vs_pinocchio.py).
  * p = [g (3), T or Udot (nU), f_ext = 0 (6*nb)] is one buffer; T_i is copied into it inside the timed loop.
+ * The batches read an (N, NP) block of p filled before the timing (as a C caller of a batch holds them).
  */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
@@ -33,9 +35,11 @@
 #define NB (SG_NB)
 #define NP (3 + NU + 6 * NB)
 #define NOUT (NU * NU > 12 * NB ? NU * NU : 12 * NB)
-#define NKERNELS 4
+#define NKERNELS 7
+#define NCHECKED 4  /* state 0 of the one-state kernels goes to first.bin */
 
-static const char *const KERNELS[NKERNELS] = {"fd", "id", "M", "poses"};
+static const char *const KERNELS[NKERNELS] = {"fd", "id", "M", "poses", "fd_batch", "id_batch", "M_batch"};
+static double *PN, *OUTN;  /* the batches' p (N x NP) and out (N x nU^2) */
 
 /* One pass of kernel k over the n states; returns microseconds per state. */
 static double pass(int k, int n, const double *Q, const double *U, const double *T, double *p, double *out,
@@ -64,9 +68,18 @@ static double pass(int k, int n, const double *Q, const double *U, const double 
         for (i = 0; i < n; ++i)
             SG_FN(_mass_matrix)(Q + (size_t)i * NQ, U + (size_t)i * NU, p, out);
         break;
-    default:
+    case 3:
         for (i = 0; i < n; ++i)
             SG_FN(_poses)(Q + (size_t)i * NQ, U + (size_t)i * NU, p, out);
+        break;
+    case 4:
+        *bad += SG_FN(_forward_dynamics_batch)(n, Q, U, PN, OUTN) != 0;
+        break;
+    case 5:
+        SG_FN(_inverse_dynamics_batch)(n, Q, U, PN, OUTN);
+        break;
+    default:
+        SG_FN(_mass_matrix_batch)(n, Q, U, PN, OUTN);
         break;
     }
     return (now() - t0) / n * 1e6;
@@ -94,6 +107,12 @@ int main(int argc, char **argv)
     out = bench_alloc(NOUT);
     times = bench_alloc((size_t)NKERNELS * rounds);
     memcpy(p, g, 3 * sizeof(double));
+    PN = bench_alloc((size_t)n * NP);
+    OUTN = bench_alloc((size_t)n * NU * NU);
+    for (k = 0; k < n; ++k) {
+        memcpy(PN + (size_t)k * NP, p, NP * sizeof(double));
+        memcpy(PN + (size_t)k * NP + 3, T + (size_t)k * NU, NU * sizeof(double));
+    }
 
     /* state 0 of every kernel, for run.py's correctness check */
     snprintf(path, sizeof path, "%s/first.bin", dir);
@@ -102,8 +121,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "sg_bench: cannot write %s\n", path);
         return 2;
     }
-    for (k = 0; k < NKERNELS; ++k) {
-        static const size_t size[NKERNELS] = {NU, NU, NU * NU, 12 * NB};
+    for (k = 0; k < NCHECKED; ++k) {
+        static const size_t size[NCHECKED] = {NU, NU, NU * NU, 12 * NB};
         pass(k, 1, Q, U, T, p, out, &bad);
         if (fwrite(out, sizeof(double), size[k], f) != size[k]) {
             fprintf(stderr, "sg_bench: cannot write %s\n", path);

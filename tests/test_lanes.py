@@ -1,0 +1,114 @@
+"""The lane form (templates/helpers/lanes.c.jinja, symgen.tape.Tape.lane_lines): the batched forward dynamics,
+inverse dynamics and mass matrix run full blocks of W states through one vectorized function and the tail one
+state at a time.  Each lane must give what the one-state function gives for that state (the same statements in
+the same order: the same bits), for every example model and the random trees of every hinge type, N not a
+multiple of W included; and a lane whose D is not positive definite must be reported as the one-state loop
+reports it (the first such state, the first such body)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgen
+from model_factory import tree_model
+from symgen.emit import LANE_WIDTH as W
+from symgen.package import build_model
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(p for p in (ROOT / "examples" / "models").iterdir() if p.suffix in (".urdf", ".yaml", ".json"))
+SIZES = (1, W - 1, W, W + 3, 3 * W + 1)
+
+
+@pytest.fixture(scope="module", params=[p.name for p in EXAMPLES] + ["tree3", "tree7"])
+def model(request):
+    if request.param.startswith("tree"):
+        return build_model(tree_model(int(request.param[4:])))
+    return symgen.build(ROOT / "examples" / "models" / request.param)
+
+
+def _states(mb, n, seed):
+    rng = np.random.default_rng(seed)
+    return (mb.sanitize(rng.uniform(-2.0, 2.0, (n, mb.nq))), rng.normal(size=(n, mb.nu)),
+            rng.normal(size=(n, mb.nu)))
+
+
+def _same(batch, one, what):
+    """batch == the one-state results, bit for bit (which implies 1e-14 relative)."""
+    rel = np.max(np.abs(batch - one) / np.maximum(np.abs(one), 1e-300)) if one.size else 0.0
+    assert rel <= 1e-14, f"{what}: relative deviation {rel:.2e}"
+    np.testing.assert_array_equal(batch, one, err_msg=what)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_batches_equal_one_state_calls(model, n):
+    tree = bool(model.loops)   # closed chains: the tree's dynamics (their TA batches stay one state at a time)
+    Q, U, T = _states(model, n, n)
+    fd = model.forward_dynamics(Q, U, T, tree=tree) if tree else model.forward_dynamics(Q, U, T)
+    one = np.array([model.forward_dynamics(Q[i], U[i], T[i], tree=tree) for i in range(n)])
+    _same(fd, one, f"{model.name} FD, N = {n}")
+    _same(model.inverse_dynamics(Q, U, T), np.array([model.inverse_dynamics(Q[i], U[i], T[i]) for i in range(n)]),
+          f"{model.name} ID, N = {n}")
+    _same(model.mass_matrix(Q), np.array([model.mass_matrix(Q[i]) for i in range(n)]), f"{model.name} M, N = {n}")
+
+
+def test_lane_functions_are_there():
+    """arm7 (a chain) gets all three; the floating quadruped (a branched tree) FD and ID, M stays per state."""
+    from symgen.model import load_model
+    from symgen.sources import cached_model_sources
+
+    files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "arm7.urdf"))
+    for kind in ("fd", "id", "mm"):
+        assert f"sg_arm7_{kind}_lanes(" in files["arm7.c"]
+    files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "quadruped.urdf", floating_base=True))
+    c = files["quadruped.c"]
+    assert "sg_quadruped_fd_lanes(" in c and "sg_quadruped_id_lanes(" in c and "sg_quadruped_mm_lanes(" not in c
+
+
+@pytest.fixture(scope="module")
+def arm7_parametric():
+    return symgen.build(ROOT / "examples" / "models" / "arm7.urdf",
+                        parameters=[f"{b}.{x}" for b in OUTBOARD for x in ("mass", "inertia")])
+
+
+OUTBOARD = ("link7", "flange", "tool")   # the bodies outboard of joint7 (flange and tool are welded to link7)
+
+
+@pytest.mark.parametrize("bad", [0, W - 1, W + 2, 2 * W])
+def test_a_lane_with_singular_d_reports_its_state(arm7_parametric, bad):
+    """Link 7 (and what is welded to it) without mass or inertia in one state: its D is 0 in that lane only.
+    The batch must raise for that state and body, as the one-state loop does; without that state, the batch
+    equals the one-state calls (M too: a parametric build's M reads one p per state)."""
+    mb = arm7_parametric
+    n = 2 * W + 3
+    Q, U, T = _states(mb, n, 5)
+    mass = np.full(n, 0.5)
+    J = np.tile(np.diag([0.01, 0.012, 0.008]), (n, 1, 1))
+    mass[bad], J[bad] = 0.0, 0.0
+
+    def params(rows):
+        return {f"{b}.{x}": v[rows] for b in OUTBOARD for x, v in (("mass", mass), ("inertia", J))}
+    with pytest.raises(np.linalg.LinAlgError, match=rf"body 'link7' \(hinge 'joint7'\) is not positive definite "
+                                                     rf"\(state {bad}\)"):
+        mb.forward_dynamics(Q, U, T, params=params(slice(None)))
+    good = [i for i in range(n) if i != bad]
+    one = np.array([mb.forward_dynamics(Q[i], U[i], T[i], params=params(i)) for i in good])
+    _same(mb.forward_dynamics(Q[good], U[good], T[good], params=params(good)), one, "parametric FD")
+    _same(mb.mass_matrix(Q, params=params(slice(None))),
+          np.array([mb.mass_matrix(Q[i], params=params(i)) for i in range(n)]), "parametric M")
+
+
+def test_nan_state_reports_as_one_state_loop():
+    """A NaN in one state's Q: the batch reports the same state and body as the one-state loop."""
+    mb = symgen.build(ROOT / "examples" / "models" / "arm7.urdf")
+    n = 3 * W
+    Q, U, T = _states(mb, n, 9)
+    Q[W + 1, 2] = np.nan
+    with pytest.raises(np.linalg.LinAlgError) as lanes:
+        mb.forward_dynamics(Q, U, T)
+    with pytest.raises(np.linalg.LinAlgError) as one:
+        for i in range(n):
+            mb.forward_dynamics(Q[i:i + 1], U[i:i + 1], T[i:i + 1])
+    assert f"(state {W + 1})" in str(lanes.value)
+    assert str(lanes.value).split(" is not")[0] == str(one.value).split(" is not")[0]
