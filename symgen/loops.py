@@ -444,7 +444,7 @@ def ta_forward_dynamics(T, bodies, loops, nu, io, model, layout):
         for a in range(6):
             T.store(f"out[{O['f_target'] + 6 * j + a}]", f[a])
     T.effect((f"out[{O['rank']}] = (double)rank;",))
-    T.effect(("return 0;",))
+    T.ret(0)
 
 
 def loop_jacobian(T, bodies, loops, nu, io, model, layout):

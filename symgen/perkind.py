@@ -180,7 +180,7 @@ class PerKindForm:
             for i, v in enumerate(soa.atbi_matrices(T, b, K, step)):
                 T.store(f"    mk[{i}]", v)
             T.effect(("}",))
-        T.effect(("return 0;",))
+        T.ret(0)
 
     def _atbi_mats(self, T, kind, b):
         """The tip-to-base step of atbi_matrices: atbi_tip without velocities, forces or T (they fold away), P+
@@ -194,7 +194,7 @@ class PerKindForm:
         for i, v in enumerate(soa.atbi_matrices(T, b, K, step)):
             if not (isinstance(v, float) and v == 0.0):     # the driver zeroes mats
                 T.store(f"mk[{i}]", v)
-        T.effect(("return 0;",))
+        T.ret(0)
 
     def _atbi_base(self, T, kind, b):
         n = b.nu

@@ -343,7 +343,7 @@ def _ldl_inverse(T, D, b: BodyInfo):
             if not dj > 0.0:
                 raise NotPositiveDefinite(b.k)
         else:
-            T.effect(("if (!(", dj, f" > 0.0)) return {b.status};  /* D of '{b.name}' is not positive definite */"))
+            T.check_positive(dj, b.status, f"D of '{b.name}' is not positive definite")
         d[j] = T.name(dj, f"d{b.tag}_{j}")
         for i in range(j + 1, n):
             v = T.add(D[i][j], T.dot([(-1.0, T.mul(T.mul(L[i][m], L[j][m]), d[m])) for m in range(j)]))
@@ -490,7 +490,7 @@ def atbi(T: Tape, bodies, nu: int, io):
         udot, alpha[b.k] = atbi_base(T, b, kin[b.k], step[b.k], alpha[b.parent] if not b.root else g0)
         for c, x in enumerate(udot):
             T.store(io.out(b.u0 + c), x)
-    T.effect(("return 0;",))
+    T.ret(0)
 
 
 # ---- M^-1 f on the ATBI factorization -----------------------------------------------------------------
@@ -666,7 +666,7 @@ def crba(T: Tape, bodies, nu: int, io):
     # a fill loop first when at least 40% of M is structural zeros (one loop beats a store per zero there)
     fill = 5 * (nu * nu - related) >= 2 * nu * nu
     if fill:
-        T.effect((f"{{ int i; for (i = 0; i < {nu * nu}; ++i) out[i] = 0.0; }}  /* structural zeros; the rest follows */",))
+        T.fill_zeros("out", nu * nu, "structural zeros; the rest follows")
     T.comment("kinematics base to tip: X_pb, H")
     kin = [dict(zip(("R", "l", "H"), joint(T, b)[:3])) for b in bodies]
     T.comment("composite inertias tip to base: (m, h, J)c = (m, h, J) + sum phi (m, h, J)c_child phi^T")

@@ -170,18 +170,37 @@ class Tape:
         return self._def(tuple(parts))
 
     # ---- effects and names
+    # Statements are typed, so each printer (:meth:`lines`, :meth:`lane_lines`) says in its own words what they
+    # do: ("def", v), ("store", target, value), ("check", value, status, why), ("fill", array, n, why),
+    # ("return", value), ("effect", parts) (C written by a code-generation caller), ("comment", text).
     def store(self, target: str, value) -> None:
-        """``target = value;`` (a float is written as a literal)."""
-        self.effect((f"{target} = ", value, ";"))
-        self._stmts[-1] += ((target, self._stmts[-1][1][1]),)   # what the lane form (lane_lines) needs to know
+        """``target = value`` (a float is written as a literal); ``target`` names an array entry, ``out[3]``."""
+        if isinstance(value, Val):
+            value.used = True
+        self._stmts.append(("store", target, value))
+
+    def check_positive(self, value, status, why: str) -> None:
+        """Stop with ``status`` (an integer, or the name of one) unless ``value > 0`` (a pivot of a
+        factorization)."""
+        value.used = True
+        self._stmts.append(("check", value, status, why))
+
+    def fill_zeros(self, array: str, n: int, why: str) -> None:
+        """``array[0:n] = 0``, one loop (the stores that follow overwrite the entries that are not zero)."""
+        self._stmts.append(("fill", array, n, why))
+
+    def ret(self, value) -> None:
+        """The function's result (0: success)."""
+        self._stmts.append(("return", value))
 
     def effect(self, parts: tuple) -> None:
-        """Any statement, kept in program order; Vals in ``parts`` are printed by name."""
+        """A statement written in C by a code-generation caller, kept in program order; Vals in ``parts`` are
+        printed by name."""
         parts = tuple(p if isinstance(p, (Val, str)) else _const(p) for p in parts)
         for p in parts:
             if isinstance(p, Val):
                 p.used = True
-        self._stmts.append(("effect", parts, tuple(p for p in parts if isinstance(p, Val))))
+        self._stmts.append(("effect", parts))
 
     def comment(self, text: str) -> None:
         self._stmts.append(("comment", text))
@@ -199,8 +218,16 @@ class Tape:
         return value
 
     # ---- output
+    def _reads(self, s) -> list:
+        """The values a statement that is not a definition reads."""
+        if s[0] == "effect":
+            return [p for p in s[1] if isinstance(p, Val)]
+        if s[0] in ("store", "check", "return"):
+            return [x for x in s[1:3] if isinstance(x, Val)]
+        return []
+
     def _mark_live(self):
-        stack = [d for s in self._stmts if s[0] == "effect" for d in s[2]]
+        stack = [d for s in self._stmts if s[0] != "def" for d in self._reads(s)]
         while stack:
             v = stack.pop()
             if v.live:
@@ -230,6 +257,9 @@ class Tape:
         def text(parts):
             return "".join(p.name if isinstance(p, Val) else p for p in parts)
 
+        def value(x):
+            return x.name if isinstance(x, Val) else _const(x)
+
         out, pending = [], None
         for s in self._stmts:
             if s[0] == "comment":
@@ -240,8 +270,17 @@ class Tape:
             if pending is not None:
                 out.append(f"/* {pending} */")
                 pending = None
-            if s[0] == "def":
+            kind = s[0]
+            if kind == "def":
                 out.append(f"const double {s[1].name} = {text(s[1].parts)};")
+            elif kind == "store":
+                out.append(f"{s[1]} = {value(s[2])};")
+            elif kind == "check":
+                out.append(f"if (!({value(s[1])} > 0.0)) return {s[2]};  /* {s[3]} */")
+            elif kind == "fill":
+                out.append(f"{{ int i; for (i = 0; i < {s[2]}; ++i) {s[1]}[i] = 0.0; }}  /* {s[3]} */")
+            elif kind == "return":
+                out.append(f"return {s[1] if isinstance(s[1], (int, str)) else value(s[1])};")
             else:
                 out.append(text(s[1]))
         return out
@@ -291,36 +330,34 @@ class Tape:
             if pending is not None:
                 out.append(f"/* {pending} */")
                 pending = None
-            if s[0] == "def":
+            kind = s[0]
+            if kind == "def":
                 out.append(f"const {vector} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};")
-                continue
-            parts = s[1]
-            if len(s) > 3:                                # a store (a constant one lane by lane)
-                tgt, value = s[3]
+            elif kind == "store":                         # a constant one lane by lane
+                tgt, value = s[1], s[2]
                 m = re.fullmatch(r"(\w+)\[(\d+)\]", tgt)
-                lane = f"{ref(value)}[l]" if isinstance(value, Val) else value
+                lane = f"{ref(value)}[l]" if isinstance(value, Val) else _const(value)
                 if m and m.group(1) in rows:
                     out.append(f"{loop} {m.group(1)}[(long)l * {rows[m.group(1)]} + {m.group(2)}] = {lane};")
+                elif isinstance(value, Val):
+                    out.append(f"{entry(tgt)} = {ref(value)};")
                 else:
-                    out.append(f"{entry(tgt)} = {ref(value)};" if isinstance(value, Val) else f"{loop} {entry(tgt)}[l] = {value};")
-                continue
-            text = "".join(p if isinstance(p, str) else "@" for p in parts)
-            if text == "return 0;":
-                continue
-            m = re.fullmatch(r"if \(!\(@ > 0\.0\)\) return (\d+);(.*)", text)
-            if m:
-                out.append(f"{loop} if (!st[l] && !({ref(parts[1])}[l] > 0.0)) st[l] = {m.group(1)};{m.group(2)}")
-                continue
-            m = re.fullmatch(r"\{ int i; for \(i = 0; i < (\d+); \+\+i\) (\w+)\[i\] = 0\.0; \}(.*)", text)
-            if m and m.group(2) in rows:
-                n, arr = m.group(1), m.group(2)
-                out.append(f"{{ int i; {loop} for (i = 0; i < {n}; ++i) {arr}[(long)l * {rows[arr]} + i] = 0.0; }}{m.group(3)}")
-                continue
-            if m:
-                arr = arrays.get(m.group(2), m.group(2))
-                out.append(f"{{ int i; for (i = 0; i < {m.group(1)}; ++i) {loop} {arr}[i][l] = 0.0; }}{m.group(3)}")
-                continue
-            raise LaneError(f"statement {text!r} has no lane form")
+                    out.append(f"{loop} {entry(tgt)}[l] = {lane};")
+            elif kind == "return":
+                if s[1] != 0:
+                    raise LaneError(f"return {s[1]!r}")
+            elif kind == "check":
+                out.append(f"{loop} if (!st[l] && !({ref(s[1])}[l] > 0.0)) st[l] = {s[2]};  /* {s[3]} */")
+            elif kind == "fill":
+                arr, n = s[1], s[2]
+                if arr in rows:
+                    out.append(f"{{ int i; {loop} for (i = 0; i < {n}; ++i) {arr}[(long)l * {rows[arr]} + i] = 0.0; }}"
+                               f"  /* {s[3]} */")
+                else:
+                    out.append(f"{{ int i; for (i = 0; i < {n}; ++i) {loop} {arrays.get(arr, arr)}[i][l] = 0.0; }}"
+                               f"  /* {s[3]} */")
+            else:
+                raise LaneError(f"statement {s!r} has no lane form")
         return out
 
     def live_inputs(self) -> list:
