@@ -20,6 +20,7 @@ reports whether ``sympy`` or ``jinja2`` entered ``sys.modules``.
 from __future__ import annotations
 
 import ast
+import re
 import json
 import subprocess
 import sys
@@ -327,3 +328,43 @@ def test_runtime_loads_a_built_model_without_sympy_or_jinja2(built_model):
     assert out.returncode == 0, out.stderr
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert loaded == {"sympy": False, "jinja2": False}, f"imported by the runtime: {loaded}"
+
+
+# ---- C text lives in the code-generation layer ------------------------------------------------------------
+
+#: the modules that write C: the tape's printers, the kernel and model emitters, the per-kind form's drivers,
+#: the template layer, the ABI's #defines, the C toolchain
+CODEGEN = {"symgen.tape", "symgen.emit", "symgen.render", "symgen.perkind", "symgen.layout", "symgen.compile"}
+#: still writing C outside that layer, to be moved behind the tape's typed statements (issue 22's IR): the
+#: closed chains' helper calls and local arrays (sg_lstsq6, sg_psd_solve, sg_cut_fit_q, ...)
+C_TEXT_TODO = {"symgen.loops"}
+_C_TEXT = [re.compile(p) for p in (r"\bdouble\s*\*?\s*[A-Za-z_]\w*\s*[\[=;,)]",   # a C declaration
+                                    r"[\w\])]\s*;\s*(/\*.*\*/)?\s*$",                # a statement's end
+                                    r"\breturn\s+[\w(]+[^.]*;",                    # a C return
+                                    r"\bfor\s*\(\s*\w+\s*=", r"#include\b")]
+
+
+def _strings(tree):
+    """Every string constant of a module but docstrings (f-strings' literal parts included)."""
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
+            yield n.lineno, n.value
+
+
+def _c_text(path: Path) -> list:
+    return [(line, s) for line, s in _strings(ast.parse(path.read_text()))
+            if any(p.search(part) for p in _C_TEXT for part in s.splitlines() or [s])]
+
+
+def test_no_c_text_outside_the_code_generation_layer():
+    """No string of a module outside the code-generation layer is C (a declaration, a statement, a return, a
+    for loop, an include): the algorithms (symgen.soa, the hinge and model layers, the runtime, ...) trace
+    on the tape or compute, and the printers write C."""
+    found = {name: _c_text(path) for name, (path, _) in _modules(PACKAGE).items()
+             if name not in CODEGEN | C_TEXT_TODO}
+    assert not {k: v for k, v in found.items() if v}, found
+    # the check finds C where there is some (so it cannot pass by matching nothing)
+    assert _c_text(PACKAGE / "perkind.py") and _c_text(PACKAGE / "loops.py")
