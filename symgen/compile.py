@@ -308,5 +308,7 @@ def build_extension(base: str, source: str, label: str, include_dirs=(), key=(),
             fh.write(json.dumps({"module": name, "pid": os.getpid(), "time": time.time()}) + "\n")
         os.replace(work / target.name, target)
 
-    with progress.step("compile", name) as step:
+    # a stage of its own: a model's "compile" stage counts the model's modules; this one is built once per
+    # cache (every later build is a hit), whatever the model
+    with progress.step("extension", name) as step:
         return _cached(name, label, lock_timeout, step, compile_into)

@@ -115,3 +115,20 @@ def test_the_singular_models_have_singular_hinges():
     """The injected singularities are found (so the comparison above is not vacuous)."""
     found = {h for s in (1, 2) for h, _, _ in singular_hinges(symgen.build(_with_singular_bodies(s)))}
     assert any("_pin" in h for h in found) and any("_ball" in h for h in found), found
+
+
+def test_per_kind_form_gives_the_same_hinge_maps(monkeypatch):
+    """Large models run the per-kind loop form of inverse dynamics (symgen.soa's limits): the check reads S
+    through it the same way."""
+    from symgen import soa
+
+    monkeypatch.setattr(soa, "STRAIGHT_LINE_LIMIT", 0)
+    monkeypatch.setattr(soa, "CRBA_UNROLL_LIMIT", 0)
+    mb = symgen.build(_with_singular_bodies(1))
+    Q = mb.sanitize(np.random.default_rng(4).uniform(-2, 2, (2, mb.nq)))
+    S, _, _ = hinge_maps(mb, Q)
+    _, _, J, _ = mb._bodies(Q, np.zeros((2, mb.nu)))
+    for k, b in enumerate(mb.manifest["bodies"]):
+        u0, u1 = mb.manifest["hinges"][b["hinge"]]["u"]
+        np.testing.assert_allclose(S[:, :, u0:u1], J[:, k, :, u0:u1], rtol=0, atol=1e-12, err_msg=b["name"])
+    assert singular_hinges(mb) == _reference(mb)
