@@ -151,6 +151,13 @@ def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeo
 
 
 def _built_module(name, files, label, flags, lock_timeout, compile_only, parts, step):
+    return _cached(name, label, lock_timeout, step, lambda work, target: _compile_into(
+        work, name, files, label, flags, target, compile_only, parts))
+
+
+def _cached(name, label, lock_timeout, step, compile_into):
+    """The module ``name`` from the cache, else ``compile_into(work dir, target)`` under the module's lock
+    (another process may have built it meanwhile), then imported."""
     from filelock import FileLock, Timeout
 
     target = modules_dir() / (name + ext_suffix())
@@ -170,7 +177,7 @@ def _built_module(name, files, label, flags, lock_timeout, compile_only, parts, 
             _clean_stale_tmp(root / "tmp")
             work = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=root / "tmp"))
             try:
-                _compile_into(work, name, files, label, flags, target, compile_only, parts)
+                compile_into(work, target)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     except Timeout:
@@ -270,3 +277,40 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
     with open(cache_dir() / "compile.log", "a") as fh:  # one line per real compile (for tests and audits)
         fh.write(json.dumps({"module": name, "pid": os.getpid(), "time": time.time()}) + "\n")
     os.replace(built, target)
+
+
+def build_extension(base: str, source: str, label: str, include_dirs=(), key=(), flags=OPT_FLAGS,
+                    lock_timeout: float = 600.0):
+    """Compile one hand-written C file (``source``, its text) into a plain CPython extension module, cached
+    and locked as :func:`build_module`'s modules are (no cffi, no setuptools): named
+    ``<base>_<sha256[:16]>`` of (source, compiler and version, flags, include dirs, ``key`` (e.g. numpy's
+    version for its C API), Python ABI); checked with the strict flags (``include_dirs`` as system headers,
+    whose own warnings are not the file's), compiled with ``flags``, imported.  The file defines its init
+    function from ``SG_FASTCALL_NAME`` / ``SG_FASTCALL_INIT``.  Returns ``(module, name, path)``."""
+    h = hashlib.sha256(source.encode() + b"\0")
+    cc = compiler()
+    for part in (" ".join(cc), compiler_version(cc), " ".join(flags), *include_dirs, *map(str, key), ext_suffix(),
+                 sys.implementation.cache_tag or ""):
+        h.update(part.encode() + b"\0")
+    name = f"{base}_{h.hexdigest()[:16]}"
+
+    def compile_into(work: Path, target: Path) -> None:
+        src = work / f"{base}.c"
+        src.write_text(source)
+        defs = [f'-DSG_FASTCALL_NAME="{name}"', f"-DSG_FASTCALL_INIT=PyInit_{name}"]
+        inc = [x for d in include_dirs for x in ("-isystem", str(d))]
+        for cmd in ([*cc, *STRICT_FLAGS, *defs, *inc, "-c", str(src), "-o", os.devnull],
+                    [*cc, *flags, "-std=c99", "-fPIC", "-shared", *defs, *inc, str(src), "-o", str(work / target.name)]):
+            out = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+            if out.returncode != 0:
+                raise BuildError(f"{label}: {src.name} does not compile with {' '.join(cmd[len(cc):len(cc) + 5])}:\n"
+                                 f"{_first_error_lines(out.stderr)}")
+        stats["compiles"] += 1
+        with open(cache_dir() / "compile.log", "a") as fh:
+            fh.write(json.dumps({"module": name, "pid": os.getpid(), "time": time.time()}) + "\n")
+        os.replace(work / target.name, target)
+
+    # a stage of its own: a model's "compile" stage counts the model's modules; this one is built once per
+    # cache (every later build is a hit), whatever the model
+    with progress.step("extension", name) as step:
+        return _cached(name, label, lock_timeout, step, compile_into)

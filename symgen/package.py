@@ -17,8 +17,27 @@ import time
 from pathlib import Path
 
 from .progress import step
-from .compile import build_module, stats
+from .compile import BuildError, build_extension, build_module, stats
 from .sources import cached_model_sources
+
+
+def fastcall_module(say=lambda s: None):
+    """The runtime's one-state extension (symgen/runtime/fastcall.c), compiled on first use into the
+    compile cache (then a cache hit); None, with a note, where it cannot be built (the runtime's Python
+    paths serve the calls)."""
+    import sysconfig
+
+    import numpy
+
+    source = (Path(__file__).parent / "runtime" / "fastcall.c").read_text()
+    try:
+        mod, _, _ = build_extension("sg_fastcall", source, "symgen runtime fastcall.c",
+                                    include_dirs=[sysconfig.get_paths()["include"], numpy.get_include()],
+                                    key=("numpy", numpy.__version__))
+    except BuildError as e:
+        say(f"note      one-state calls take the Python path: {e}")
+        return None
+    return mod
 
 
 def build_model(model, out=None, progress=None, form: str = "auto"):
@@ -49,15 +68,16 @@ def build_model(model, out=None, progress=None, form: str = "auto"):
     manifest["warnings"] = manifest["warnings"] + messages
     for w in messages:
         say(f"warning   {w}")
+    fast = fastcall_module(say)
     path = so
     if out is not None:
         t = time.perf_counter()
         target = Path(out) / manifest["name"]
         with step("install", str(target)):
-            _install_package(target, files, so, manifest)
+            _install_package(target, files, so, manifest, fast)
         path = target / so.name
         say(f"install   {target} in {time.perf_counter() - t:.2f} s")
-    return MultibodyModel(mod, manifest, path=path)
+    return MultibodyModel(mod, manifest, path=path, fastcall=fast)
 
 
 _PACKAGE_INIT = '''"""symgen model package {name!r} (generated; do not edit).
@@ -77,13 +97,17 @@ def __getattr__(name):
 '''
 
 
-def _install_package(target: Path, files: dict, so: Path, manifest: dict) -> None:
+def _install_package(target: Path, files: dict, so: Path, manifest: dict, fast=None) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         for fname, text in files.items():
             (staging / fname).write_text(text)
         shutil.copy2(so, staging / so.name)
+        if fast is not None:                # the one-state extension travels with the package
+            fso = Path(fast.__file__)
+            shutil.copy2(fso, staging / fso.name)
+            manifest = dict(manifest, fastcall={"module": fast.__name__, "so": fso.name})
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=1))
         (staging / "__init__.py").write_text(_PACKAGE_INIT.format(name=manifest["name"]))
         if target.exists():

@@ -165,6 +165,87 @@ def test_bad_out_and_bad_frames_are_refused(robot, tmp_path):
             call(foreign)
 
 
+ONE_STATE = ("frame_pose", "jacobian", "frame_velocity", "frame_poses", "mass_matrix", "inverse_dynamics",
+             "forward_dynamics")
+
+
+def test_compiled_one_state_calls_equal_the_python_paths(robot, tmp_path):
+    """symgen.build and an installed package's load put the compiled one-state calls (runtime/fastcall.c) in
+    front of the methods; a model loaded without them (the Python one-state path) and the batched path give
+    the same numbers bitwise, gravity edits and replacements included."""
+    from symgen.runtime import MultibodyModel, load_model
+
+    mb = robot
+    for name in ONE_STATE:
+        call = getattr(mb, name)
+        assert type(call).__name__ == "Call" and call.__name__ == name, call
+        assert call.__doc__ == getattr(MultibodyModel, name).__doc__
+    plain = MultibodyModel(_Module(mb), mb.manifest)          # no extension: the methods' own paths
+    assert not any(type(getattr(plain, n)).__name__ == "Call" for n in ONE_STATE)
+    Q, U, A = _states(mb, 3, 8)
+    h, f = mb.frame_handle(mb.frame_names[-1]), mb.frame_names[-1]
+    g0 = mb.gravity.copy()
+
+    def all_calls(m, i):
+        return [m.frame_pose(Q[i], h), m.frame_pose(Q[i], f), m.jacobian(Q[i], h), m.frame_velocity(Q[i], U[i], f),
+                m.frame_poses(Q[i]), m.mass_matrix(Q[i]), m.inverse_dynamics(Q[i], U[i], A[i]),
+                m.forward_dynamics(Q[i], U[i], A[i])]
+
+    try:
+        for edit in (None, "in place", "replaced"):
+            if edit == "in place":
+                mb.gravity[1] = plain.gravity[1] = 2.5
+            elif edit == "replaced":
+                mb.gravity = plain.gravity = [0.1, -0.2, -3.0]
+            for i in range(len(Q)):
+                for a, b in zip(all_calls(mb, i), all_calls(plain, i)):
+                    np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(mb.forward_dynamics(Q[0], U[0], A[0]),
+                                          mb.forward_dynamics(Q[:1], U[:1], A[:1])[0])
+            np.testing.assert_array_equal(mb.inverse_dynamics(Q[0], U[0], A[0]),
+                                          mb.inverse_dynamics(Q[:1], U[:1], A[:1])[0])
+    finally:
+        mb.gravity = g0
+    r1, r2 = mb.frame_pose(Q[0], h), mb.frame_pose(Q[0], h)
+    assert r1 is not r2 and not np.shares_memory(r1, r2)      # a new array every call
+    # errors still come from the methods: wrong shapes, other models' handles, bad names
+    with pytest.raises(ValueError, match="q must have shape"):
+        mb.frame_pose(np.zeros(mb.nq + 1), h)
+    with pytest.raises(ValueError, match="u must have shape"):
+        mb.forward_dynamics(Q[0], np.zeros(mb.nu + 1), A[0])
+    with pytest.raises(KeyError, match="no frame named"):
+        mb.jacobian(Q[0], "no_such_frame")
+
+
+def test_installed_package_ships_the_compiled_calls(tmp_path):
+    """``python -m symgen build --out`` writes the extension beside the model module; ``load_model`` of the
+    package uses it (same numbers as symgen.build's model)."""
+    import json
+    import subprocess
+    import sys
+
+    from symgen.runtime import load_model
+
+    path = MODELS / "double_pendulum.yaml"
+    out = subprocess.run([sys.executable, "-m", "symgen", "build", str(path), "--out", str(tmp_path), "-q"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    pkg = tmp_path / "double_pendulum"
+    info = json.loads((pkg / "manifest.json").read_text())["fastcall"]
+    assert (pkg / info["so"]).exists()
+    mb, ref = load_model(pkg), symgen.build(str(path))
+    assert type(mb.forward_dynamics).__name__ == "Call"
+    Q, U, A = _states(ref, 2, 9)
+    for i in range(2):
+        np.testing.assert_array_equal(mb.forward_dynamics(Q[i], U[i], A[i]), ref.forward_dynamics(Q[i], U[i], A[i]))
+        np.testing.assert_array_equal(mb.jacobian(Q[i], "link2"), ref.jacobian(Q[i], "link2"))
+
+
+class _Module:
+    def __init__(self, mb):
+        self.lib, self.ffi = mb._lib, mb._ffi
+
+
 def test_large_model_fallbacks_equal_the_walk(monkeypatch):
     """Above symgen.soa's frame limits, one frame's pose and Jacobian come from the all-body poses kernel and
     ``body_jacobian`` (and all frames' poses from the per-body helpers); same numbers to 1e-14."""

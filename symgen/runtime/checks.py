@@ -7,6 +7,15 @@ composite inertia ``Ic`` (it is ``Ic`` with the inner hinges let free), so a hin
 the hinge's directions (a massless tip, a point mass on the axis).  :func:`singular_hinges` finds those
 hinges at a few random configurations (a singularity of one configuration only, such as a mass that passes
 the axis, is not structural and is left to the runtime's pivot check).
+
+The check is linear in the bodies: per state, one pose pass (``poses``), six inverse-dynamics passes that
+give every hinge's ``S`` at once (below), and one tip-to-base accumulation of the composite inertias
+``Ic_k = M_k + sum_c phi(k, c) Ic_c phi(k, c)^T`` over the children c, batched over the states.
+
+``S`` without the (n x n) Jacobians: inverse dynamics at rest without gravity gives the generalized force
+of external wrenches alone, ``T_k = -S_k^T F_k`` with ``F_k = sum_{j in subtree(k)} phi(k, j) f_j`` the
+wrench carried across hinge k (at body k's origin, body axes).  With ``f_k = e_r - sum_c phi(k, c) e_r``
+at every body, ``F_k = e_r`` for every k, so one call reads row r of every ``S_k^T``.
 """
 from __future__ import annotations
 
@@ -16,15 +25,69 @@ import numpy as np
 SINGULAR_RTOL = 1e-12
 
 
-def _spatial_inertia(m, c, J):
-    c = np.asarray(c, float)
-    cx = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
-    return np.block([[np.asarray(J, float) - m * cx @ cx, m * cx], [-m * cx, m * np.eye(3)]])
+def _skew(v):
+    """(..., 3) -> (..., 3, 3) cross-product matrices."""
+    z = np.zeros(v.shape[:-1])
+    x, y, w = v[..., 0], v[..., 1], v[..., 2]
+    return np.stack([np.stack([z, -w, y], -1), np.stack([w, z, -x], -1), np.stack([-y, x, z], -1)], -2)
 
 
-def _phi(R, l):
-    lx = np.array([[0, -l[2], l[1]], [l[2], 0, -l[0]], [-l[1], l[0], 0]])
-    return np.block([[R, lx @ R], [np.zeros((3, 3)), R]])
+def spatial_inertias(bodies) -> np.ndarray:
+    """(nb, 6, 6) spatial inertias about the body origins, body axes (DESIGN.md section 2)."""
+    m = np.array([float(b["mass"]) for b in bodies])[:, None, None]
+    cx = _skew(np.array([b["com"] for b in bodies], float).reshape(-1, 3))
+    J = np.array([b["inertia"] for b in bodies], float).reshape(-1, 3, 3)
+    out = np.empty((len(bodies), 6, 6))
+    out[:, :3, :3] = J - m * cx @ cx
+    out[:, :3, 3:] = m * cx
+    out[:, 3:, :3] = -m * cx
+    out[:, 3:, 3:] = m * np.eye(3)
+    return out
+
+
+def phi(R, l) -> np.ndarray:
+    """(..., 6, 6) phi(A, B) = [[R, l~ R], [0, R]] of X_AB = (R, l), batched."""
+    out = np.zeros(R.shape[:-2] + (6, 6))
+    out[..., :3, :3] = R
+    out[..., :3, 3:] = _skew(l) @ R
+    out[..., 3:, 3:] = R
+    return out
+
+
+def subtree(k: int, children: list) -> list:
+    """Body k and its outboard bodies, preorder with the children in descending index order."""
+    out, stack = [], [k]
+    while stack:
+        j = stack.pop()
+        out.append(j)
+        stack.extend(children[j])      # ascending: the last child comes off the stack first
+    return out
+
+
+def hinge_maps(mb, Q) -> np.ndarray:
+    """(N, 6, nU): column block u0:u1 is body k's hinge map ``S_k`` in body axes (U -> the body's spatial
+    velocity relative to its parent), from six inverse-dynamics calls (module docstring); and the
+    (N, nb, 6, 6) ``phi(parent, k)`` it used, (N, nb) valid where the parent is a body."""
+    bodies = mb.manifest["bodies"]
+    nb, n = len(bodies), Q.shape[0]
+    index = {b["name"]: k for k, b in enumerate(bodies)}
+    parent = np.array([index.get(b["parent"], -1) for b in bodies])
+    R, p = mb._poses(Q)
+    has = parent >= 0
+    Phi = np.zeros((n, nb, 6, 6))
+    if has.any():
+        kp, kc = parent[has], np.nonzero(has)[0]
+        RpT = np.swapaxes(R[:, kp], -1, -2)
+        Phi[:, kc] = phi(RpT @ R[:, kc], (RpT @ (p[:, kc] - p[:, kp])[..., None])[..., 0])
+    W = np.broadcast_to(np.eye(6), (n, nb, 6, 6)).copy()       # f_k for the six patterns (columns r)
+    if has.any():
+        np.subtract.at(W, (slice(None), parent[has]), Phi[:, has])
+    # states x patterns: f_ext[(i, r)] = W[i, :, :, r]
+    F = np.ascontiguousarray(np.moveaxis(W, 3, 1)).reshape(n * 6, nb, 6)
+    Qr = np.repeat(Q, 6, axis=0)
+    Z = np.zeros((n * 6, mb.nu))
+    T = mb.inverse_dynamics(Qr, Z, Z, f_ext=F, gravity=np.zeros(3), tree=True)
+    return -T.reshape(n, 6, mb.nu), Phi, parent
 
 
 def singular_hinges(mb, n_states: int = 3, seed: int = 0) -> list:
@@ -35,39 +98,32 @@ def singular_hinges(mb, n_states: int = 3, seed: int = 0) -> list:
     nb = len(bodies)
     if not nb or not mb.nu:
         return []
-    index = {b["name"]: k for k, b in enumerate(bodies)}
-    parent = [index.get(b["parent"], -1) for b in bodies]
-    subtree = [[k] for k in range(nb)]
-    for k in reversed(range(nb)):
-        if parent[k] >= 0:
-            subtree[parent[k]] += subtree[k]
-    M = [_spatial_inertia(b["mass"], b["com"], b["inertia"]) for b in bodies]
-    scale = max(float(np.abs(Mk).max()) for Mk in M) or 1.0
+    M = spatial_inertias(bodies)
+    scale = float(np.abs(M).max()) or 1.0
     rng = np.random.default_rng(seed)
-    Q = mb.sanitize(rng.uniform(-2.0, 2.0, (n_states, mb.nq)))
-    R, p, J, _ = mb._bodies(Q, np.zeros((n_states, mb.nu)))
+    Q = np.ascontiguousarray(mb.sanitize(rng.uniform(-2.0, 2.0, (n_states, mb.nq))))
+    S, Phi, parent = hinge_maps(mb, Q)
+    # composite inertias, tip to base (children have larger indices than their parents)
+    Ic = np.broadcast_to(M, (n_states, nb, 6, 6)).copy()
+    for k in range(nb - 1, -1, -1):
+        j = parent[k]
+        if j >= 0:
+            F = Phi[:, k]
+            Ic[:, j] += F @ Ic[:, k] @ np.swapaxes(F, -1, -2)
     found = []
+    children = [[] for _ in range(nb)]
+    for k in range(nb):
+        if parent[k] >= 0:
+            children[parent[k]].append(k)
     for k, b in enumerate(bodies):
         h = man["hinges"][b["hinge"]]
         u0, u1 = h["u"]
         if u1 == u0:
             continue
-        arm = np.diag(h.get("armature") or [0.0] * (u1 - u0))
-        singular = True
-        for i in range(n_states):
-            Ic = np.zeros((6, 6))
-            for j in subtree[k]:
-                Rkj = R[i, k].T @ R[i, j]
-                lkj = R[i, k].T @ (p[i, j] - p[i, k])
-                F = _phi(Rkj, lkj)
-                Ic += F @ M[j] @ F.T
-            S = J[i, k][:, u0:u1]            # the hinge's own columns of the body Jacobian: S in body axes
-            D = S.T @ Ic @ S + arm
-            if np.linalg.eigvalsh((D + D.T) / 2)[0] > SINGULAR_RTOL * scale:
-                singular = False
-                break
-        if singular:
-            found.append((b["hinge"], b["name"], [bodies[j]["name"] for j in subtree[k]]))
+        Sk = S[:, :, u0:u1]
+        D = np.swapaxes(Sk, -1, -2) @ Ic[:, k] @ Sk + np.diag(h.get("armature") or [0.0] * (u1 - u0))
+        if np.all(np.linalg.eigvalsh((D + np.swapaxes(D, -1, -2)) / 2)[:, 0] <= SINGULAR_RTOL * scale):
+            found.append((b["hinge"], b["name"], [bodies[j]["name"] for j in subtree(k, children)]))
     return found
 
 

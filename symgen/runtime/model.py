@@ -59,7 +59,7 @@ class FrameHandle(int):
 class MultibodyModel:
     """Loaded, compiled model.  Every method takes one state or a batch (leading axis N)."""
 
-    def __init__(self, module, manifest: dict, path=None):
+    def __init__(self, module, manifest: dict, path=None, fastcall=None):
         self._lib, self._ffi = module.lib, module.ffi
         self.manifest = manifest
         self.name = manifest["name"]
@@ -82,7 +82,6 @@ class MultibodyModel:
         self._block = self.layout.kinematics.size
         self._dummy = self._ffi.from_buffer("double[]", np.zeros(1))
         self._dbl, self._fb = self._ffi.typeof("double[]"), self._ffi.from_buffer
-        self._zero_u = self._ffi.from_buffer("double[]", np.zeros(max(self.nu, 1)))  # mass matrix: U unused
         self._zero_p1 = np.zeros((1, 1))  # the batched mass matrix's p of a build without parameters (unread)
         self._g_buf = self._ffi.from_buffer("double[]", self._gravity)  # sees in-place changes; the setter renews it
         # the single-state fast path needs nQ, nU > 0 (a shape that never matches turns it off)
@@ -110,9 +109,18 @@ class MultibodyModel:
         self._body_props = {b["name"]: (float(b["mass"]), np.array(b["com"], float), np.array(b["inertia"], float))
                             for b in manifest["bodies"]}
         self._param_nominal = _parameters.nominal(self)
+        self._p1 = np.zeros(1)      # the mass matrix's one-state p: unread, or a parametric build's nominal p
         if self.layout.theta_blocks:
-            self._p_nominal = self._fb(self._dbl, self._p(1, np.zeros(self.nu), None, None)[0])
+            self._p1 = np.ascontiguousarray(self._p(1, np.zeros(self.nu), None, None)[0])
+            self._p_nominal = self._fb(self._dbl, self._p1)
             self._dummy = self._p_nominal  # the mass matrix's one-state path reads the parameters from p
+        self._u1 = np.zeros(max(self.nu, 1))
+        self._zero_u = self._fb(self._dbl, self._u1)
+        self._calls = ()
+        if fastcall is not None:
+            self._calls = _fast_calls(self, fastcall)
+            for call in self._calls:               # instance attributes: they shadow the methods (their fallbacks)
+                setattr(self, call.__name__, call)
 
     @property
     def parameters(self) -> dict:
@@ -131,6 +139,9 @@ class MultibodyModel:
     def gravity(self, g):
         self._gravity = np.array(self._gravity_vector(g))
         self._g_buf = self._ffi.from_buffer("double[]", self._gravity)
+        for call in self._calls:
+            if call.__name__ in ("forward_dynamics", "inverse_dynamics"):
+                call.set_gravity(self._gravity)
 
     def __repr__(self):
         return f"<symgen.MultibodyModel {self.name}: nq={self.nq} nu={self.nu} bodies={self.nb}>"
@@ -256,60 +267,57 @@ class MultibodyModel:
     def _out(single, a):
         return a[0] if single else a
 
+    # ---- one state
+    # One state (q, u, ...: C-contiguous float64 vectors) takes a lean path: one C call on the arrays' memory
+    # (sg_<model>_frame_* with the frame's index, the single-state dynamics), allocating only the result.
+    # Built models (symgen.build, load_model) put the compiled twin of this path in front of each method
+    # (symgen/runtime/fastcall.c: the same C call without Python in between, for calls without keywords);
+    # its fallback is the method, which tries _one and then the general path.  Anything else (lists, strided
+    # arrays, batches) is converted and checked, then one C loop over the states calls the same per-state
+    # function: the same numbers either way.
+    def _one(self, what, vecs, shape, out, call):
+        """``call(*pointers of vecs, pointer of out)`` for one state: ``vecs`` = (q[, u[, x]]) C-contiguous
+        float64 of shapes (nQ,), (nU,), (nU,); ``out`` the caller's (checked) or a new array of ``shape``.
+        Returns ``(out, what call returned)``, or None when the inputs are not such vectors (the caller then
+        takes the general path)."""
+        fb, dbl = self._fb, self._dbl
+        try:
+            q = vecs[0]
+            if q.dtype is not _F64 or q.shape != self._shape_q:
+                return None
+            for v in vecs[1:]:
+                if v.dtype is not _F64 or v.shape != self._shape_u:
+                    return None
+            ptrs = [fb(dbl, v) for v in vecs]
+        except (AttributeError, ValueError):           # not arrays; from_buffer refuses non-contiguous ones
+            return None
+        if out is None:
+            out = _empty(shape)
+            po = fb(dbl, out)
+        else:
+            po = self._outp(out, shape, what)
+        return out, call(*ptrs, po)
+
     # ---- frame queries
-    # One state (q, u: C-contiguous float64 vectors) takes a lean path: one C call with the frame's index
-    # (sg_<model>_frame_*), no numpy temporaries; it allocates only the result (nothing with out=) and cffi's
-    # pointer objects.  Anything else (lists, strided arrays, batches) is converted and checked, then one C
-    # loop over the states calls the same per-state function: the same numbers either way.
     def frame_pose(self, q, frame, out=None) -> np.ndarray:
         """4x4 pose of the frame (name or :meth:`frame_handle`) in newtonian; ``out``: a preallocated float64
         array of the result's shape, filled and returned."""
-        try:
-            pq = self._fb(self._dbl, q) if q.dtype is _F64 and q.shape == self._shape_q else None
-        except (AttributeError, ValueError):            # not an array, or not C-contiguous
-            pq = None
-        if pq is not None:
-            f = frame if type(frame) is self._Handle else self._fidx(frame)
-            if out is None:
-                out = _empty((4, 4))
-                self._pose1(pq, f, self._fb(self._dbl, out))
-            else:
-                self._pose1(pq, f, self._outp(out, (4, 4), "frame_pose"))
-            return out
-        return self._frame_batch("frame_pose", (4, 4), q, None, frame, out)
+        f = frame if type(frame) is self._Handle else self._fidx(frame)
+        r = self._one("frame_pose", (q,), (4, 4), out, lambda pq, po: self._pose1(pq, f, po))
+        return r[0] if r is not None else self._frame_batch("frame_pose", (4, 4), q, None, frame, out)
 
     def frame_poses(self, q, out=None) -> np.ndarray:
         """Poses (4x4, in newtonian) of all frames, in ``frame_names`` order: (n_frames, 4, 4), or
         (N, n_frames, 4, 4) for a batch; ``out`` as in :meth:`frame_pose`."""
-        try:
-            pq = self._fb(self._dbl, q) if q.dtype is _F64 and q.shape == self._shape_q else None
-        except (AttributeError, ValueError):
-            pq = None
-        if pq is not None:
-            if out is None:
-                out = _empty(self._shape_poses)
-                self._poses1(pq, self._fb(self._dbl, out))
-            else:
-                self._poses1(pq, self._outp(out, self._shape_poses, "frame_poses"))
-            return out
-        return self._frame_batch("frame_poses", self._shape_poses, q, None, None, out)
+        r = self._one("frame_poses", (q,), self._shape_poses, out, self._poses1)
+        return r[0] if r is not None else self._frame_batch("frame_poses", self._shape_poses, q, None, None, out)
 
     def jacobian(self, q, frame, out=None) -> np.ndarray:
         """6 x nU map from U to the frame's inertial spatial velocity [w; v] in frame axes (walks only the
         frame's ancestors); ``out`` as in :meth:`frame_pose`."""
-        try:
-            pq = self._fb(self._dbl, q) if q.dtype is _F64 and q.shape == self._shape_q else None
-        except (AttributeError, ValueError):
-            pq = None
-        if pq is not None:
-            f = frame if type(frame) is self._Handle else self._fidx(frame)
-            if out is None:
-                out = _empty(self._shape_J)
-                self._jac1(pq, f, self._fb(self._dbl, out))
-            else:
-                self._jac1(pq, f, self._outp(out, self._shape_J, "jacobian"))
-            return out
-        return self._frame_batch("frame_jacobian", self._shape_J, q, None, frame, out)
+        f = frame if type(frame) is self._Handle else self._fidx(frame)
+        r = self._one("jacobian", (q,), self._shape_J, out, lambda pq, po: self._jac1(pq, f, po))
+        return r[0] if r is not None else self._frame_batch("frame_jacobian", self._shape_J, q, None, frame, out)
 
     def _frame_batch(self, kernel, shape, q, u, frame, out):
         """The general path of the frame queries: ``sg_<model>_<kernel>_batch`` over the states."""
@@ -331,22 +339,9 @@ class MultibodyModel:
 
     def frame_velocity(self, q, u, frame, out=None) -> np.ndarray:
         """Inertial spatial velocity [w; v] of the frame, in frame axes; ``out`` as in :meth:`frame_pose`."""
-        fb, dbl = self._fb, self._dbl
-        try:
-            pq = pu = None
-            if q.dtype is _F64 is u.dtype and q.shape == self._shape_q and u.shape == self._shape_u:
-                pq, pu = fb(dbl, q), fb(dbl, u)
-        except (AttributeError, ValueError):
-            pq = None
-        if pq is not None:
-            f = frame if type(frame) is self._Handle else self._fidx(frame)
-            if out is None:
-                out = _empty(6)
-                self._vel1(pq, pu, f, fb(dbl, out))
-            else:
-                self._vel1(pq, pu, f, self._outp(out, (6,), "frame_velocity"))
-            return out
-        return self._frame_batch("frame_velocity", (6,), q, u, frame, out)
+        f = frame if type(frame) is self._Handle else self._fidx(frame)
+        r = self._one("frame_velocity", (q, u), (6,), out, lambda pq, pu, po: self._vel1(pq, pu, f, po))
+        return r[0] if r is not None else self._frame_batch("frame_velocity", (6,), q, u, frame, out)
 
     def frame_acceleration(self, q, u, udot, frame: str) -> np.ndarray:
         """Classical acceleration [w_dot; a] of the frame origin, in frame axes (gravity not added)."""
@@ -449,6 +444,10 @@ class MultibodyModel:
                              f"{shape}, got {got}")
         return out
 
+    def _gravity_pointer(self, g):
+        """The one-state calls' gravity: the model's, or ``g`` (3 numbers) checked."""
+        return self._g_buf if g is None else self._fb(self._dbl, self._gravity_vector(g))
+
     def _gravity_vector(self, g):
         g = np.ascontiguousarray(g, dtype=np.float64)
         if g.shape != (3,):
@@ -487,33 +486,21 @@ class MultibodyModel:
         if baumgarte is not None and not loops:
             raise ValueError(f"{self.name}: baumgarte= stabilizes loop constraints; this call has none"
                              + (" (tree=True)" if self.loops else ""))
-        # one state without external forces (C-contiguous float64 vectors): no copies, one C call
-        # (sg_<name>_forward_dynamics_single, or _ta_forward_dynamics_single with loops, assembles p on the C
-        # stack); allocates only the output (none with out=) and cffi's pointer objects.  Anything else takes
-        # the general path, which converts and checks.
+        # one state without external forces: one C call (sg_<name>_forward_dynamics_single, or
+        # _ta_forward_dynamics_single with loops, assembles p on the C stack)
         if f_ext is None and params is None:
-            fb, dbl, su = self._fb, self._dbl, self._shape_u
-            try:
-                ok = q.dtype is _F64 is u.dtype is T.dtype and q.shape == self._shape_q and u.shape == su == T.shape
-                if ok:
-                    pq, pu, pt = fb(dbl, q), fb(dbl, u), fb(dbl, T)
-            except (AttributeError, ValueError):    # not arrays; from_buffer refuses non-contiguous ones
-                ok = False
-            if ok:
-                g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
-                if out is None:
-                    out = _empty(su)
-                    po = fb(dbl, out)
-                else:
-                    po = self._outp(out, su, "forward_dynamics")
-                if loops:
-                    k = self._ffi.NULL if baumgarte is None else fb(dbl, _loops.gains(self, baumgarte))
-                    status = self._ta1(pq, pu, g, pt, k, po)
-                else:
-                    status = self._fd1(pq, pu, g, pt, po)
-                if status:
-                    self._check_status(status, "forward_dynamics")
-                return out
+            gp = self._gravity_pointer
+            if loops:
+                k = self._ffi.NULL if baumgarte is None else self._fb(self._dbl, _loops.gains(self, baumgarte))
+                r = self._one("forward_dynamics", (q, u, T), self._shape_u, out,
+                              lambda pq, pu, pt, po: self._ta1(pq, pu, gp(gravity), pt, k, po))
+            else:
+                r = self._one("forward_dynamics", (q, u, T), self._shape_u, out,
+                              lambda pq, pu, pt, po: self._fd1(pq, pu, gp(gravity), pt, po))
+            if r is not None:
+                if r[1]:
+                    self._check_status(r[1], "forward_dynamics")
+                return r[0]
         if loops:
             udot = _loops.ta_forward_dynamics(self, q, u, T, f_ext, gravity, baumgarte)["udot"]
             if out is not None:
@@ -533,39 +520,21 @@ class MultibodyModel:
         if actuated is not None:
             return _loops.closed_inverse_dynamics(self, q, u, udot, actuated, f_ext=f_ext, gravity=gravity)
         if f_ext is None and params is None:        # one state: as forward_dynamics
-            fb, dbl, su = self._fb, self._dbl, self._shape_u
-            try:
-                ok = (q.dtype is _F64 is u.dtype is udot.dtype and q.shape == self._shape_q
-                      and u.shape == su == udot.shape)
-                if ok:
-                    pq, pu, pa = fb(dbl, q), fb(dbl, u), fb(dbl, udot)
-            except (AttributeError, ValueError):
-                ok = False
-            if ok:
-                g = self._g_buf if gravity is None else fb(dbl, self._gravity_vector(gravity))
-                if out is None:
-                    out = _empty(su)
-                    self._id1(pq, pu, g, pa, fb(dbl, out))
-                else:
-                    self._id1(pq, pu, g, pa, self._outp(out, su, "inverse_dynamics"))
-                return out
+            gp = self._gravity_pointer
+            r = self._one("inverse_dynamics", (q, u, udot), self._shape_u, out,
+                          lambda pq, pu, pa, po: self._id1(pq, pu, gp(gravity), pa, po))
+            if r is not None:
+                return r[0]
         return self._dynamics("inverse_dynamics", q, u, udot, f_ext, gravity, out, params)
 
     def mass_matrix(self, q, out=None, params=None) -> np.ndarray:
         """Composite-body mass matrix (nU x nU, symmetric).  ``out``: a preallocated float64 array of shape
         (nU, nU), or (N, nU, nU) for a batch, filled and returned.  ``params`` as in :meth:`forward_dynamics`."""
-        try:
-            pq = (self._fb(self._dbl, q) if q.dtype is _F64 and q.shape == self._shape_q and params is None
-                  else None)
-        except (AttributeError, ValueError):
-            pq = None
-        if pq is not None:
-            if out is None:
-                out = _empty(self._shape_M)
-                self._m1(pq, self._zero_u, self._dummy, self._fb(self._dbl, out))
-            else:
-                self._m1(pq, self._zero_u, self._dummy, self._outp(out, self._shape_M, "mass_matrix"))
-            return out
+        if params is None:
+            r = self._one("mass_matrix", (q,), self._shape_M, out,
+                          lambda pq, po: self._m1(pq, self._zero_u, self._dummy, po))
+            if r is not None:
+                return r[0]
         nu = self.nu
         single, Q, U = self._states(q)
         if out is not None:
@@ -678,7 +647,60 @@ class _Module:
         self.lib, self.ffi = lib, ffi
 
 
+#: the kinds of one-state C functions in symgen/runtime/fastcall.c (their argument lists)
+_K_Q_F, _K_Q_U_F, _K_Q, _K_Q_FIXED, _K_DYN, _K_TA = range(6)
+
+
+def _fast_calls(mb: MultibodyModel, ext) -> tuple:
+    """The compiled one-state calls of a model (``ext``: the module built from symgen/runtime/fastcall.c),
+    each in front of its method, which it calls for anything but one state of plain float64 vectors without
+    keywords.  None for a model without Q or U (the methods' general paths serve it)."""
+    if not (mb.nq and mb.nu):
+        return ()
+    cls, ffi = type(mb), mb._ffi
+
+    def call(name, kind, fn, shape, aux=None, aux2=None, on_status=None):
+        method = getattr(cls, name).__get__(mb)
+        return ext.Call(kind, int(ffi.cast("uintptr_t", fn)), mb.nq, mb.nu, tuple(shape), method, name,
+                        method.__doc__ or "", mb._Handle, mb._frame_index, len(mb.frame_names), aux, aux2,
+                        on_status)
+
+    def fd_status(status):
+        mb._check_status(status, "forward_dynamics")
+
+    fd = (call("forward_dynamics", _K_TA, mb._ta1, mb._shape_u, mb._gravity, on_status=fd_status) if mb.loops
+          else call("forward_dynamics", _K_DYN, mb._fd1, mb._shape_u, mb._gravity, on_status=fd_status))
+    return (call("frame_pose", _K_Q_F, mb._pose1, (4, 4)),
+            call("jacobian", _K_Q_F, mb._jac1, mb._shape_J),
+            call("frame_velocity", _K_Q_U_F, mb._vel1, (6,)),
+            call("frame_poses", _K_Q, mb._poses1, mb._shape_poses),
+            call("mass_matrix", _K_Q_FIXED, mb._m1, mb._shape_M, mb._u1, mb._p1),
+            call("inverse_dynamics", _K_DYN, mb._id1, mb._shape_u, mb._gravity),
+            fd)
+
+
+def _load_fastcall(path: Path, manifest: dict):
+    """The one-state extension a generated package ships (``manifest["fastcall"]``), or None (an older
+    package, or one that cannot load here: the methods' Python paths serve the calls)."""
+    import importlib.util
+    import sys
+
+    info = manifest.get("fastcall")
+    if not info or not (path / info["so"]).exists():
+        return None
+    name = info["module"]
+    if name not in sys.modules:
+        try:
+            spec = importlib.util.spec_from_file_location(name, path / info["so"])
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+        except ImportError:
+            return None
+        sys.modules[name] = mod
+    return sys.modules[name]
+
+
 def load_model(path) -> MultibodyModel:
     """Load ``generated/<model>/`` (manifest.json + compiled module) without sympy or jinja2."""
     mod, manifest = load_generated(path)
-    return MultibodyModel(mod, manifest, path=Path(path))
+    return MultibodyModel(mod, manifest, path=Path(path), fastcall=_load_fastcall(Path(path), manifest))

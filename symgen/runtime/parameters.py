@@ -33,7 +33,7 @@ def theta(mb, n: int, params) -> np.ndarray:
             raise KeyError(f"{mb.name}: no parameter {name!r} in this build (parameters: "
                            f"{', '.join(values) or 'none; build with parameters=[...]'})")
         values[name] = v
-    single = all(np.shape(v) == np.shape(mb._param_nominal[k]) for k, v in (params or {}).items())
+    single = all(_one_value(np.shape(v), np.shape(mb._param_nominal[k])) for k, v in (params or {}).items())
     if single and n != 1:
         return np.broadcast_to(theta(mb, 1, params), (n, mb.layout.params.size - mb.layout.params["theta"]))
     return _theta(mb, n, values)
@@ -62,11 +62,26 @@ def _theta(mb, n, values) -> np.ndarray:
     return out
 
 
+def _one_value(got: tuple, shape: tuple) -> bool:
+    """A value of this shape is one value for every state: the parameter's shape, or a plain number for a
+    parameter of one number (a one-dof hinge's armature (1,))."""
+    return got == shape or (got == () and shape == (1,))
+
+
 def _per_state(mb, v, n, shape, name) -> np.ndarray:
-    a = np.asarray(v, dtype=float)
-    if a.shape == shape:
-        return np.broadcast_to(a, (n, *shape))
+    """(n, *shape) from one value (the parameter's shape; a number for a one-number parameter; lists as
+    arrays) or one per state ((n, *shape); (n,) for a one-number parameter)."""
+    try:
+        a = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{mb.name}: parameter {name!r} must be numbers, got {v!r}") from None
+    if _one_value(a.shape, shape):
+        return np.broadcast_to(a.reshape(shape), (n, *shape))
     if a.shape == (n, *shape):
         return a
-    raise ValueError(f"{mb.name}: parameter {name!r} must have shape {shape} or ({n}, {', '.join(map(str, shape))})"
-                     f" for {n} states, got {a.shape}")
+    if shape == (1,) and a.shape == (n,):
+        return a.reshape(n, 1)
+    one = f"have shape {shape}" + (" or be a number" if shape == (1,) else "")
+    per = f"({n},) or ({n}, 1)" if shape == (1,) else f"({n}, {', '.join(map(str, shape))})"
+    raise ValueError(f"{mb.name}: parameter {name!r} must {one} (one value for every state) or {per} "
+                     f"(one per state) for {n} states, got shape {a.shape}")
