@@ -443,7 +443,9 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
                         "p_size": ML.ta_params.size if loops else ML.params.size,
                         "p_fields": "g, T, f_ext" + (", theta" if ML.theta_blocks else "") + (", gains" if loops else ""),
                         "out_size": ML.ta_out.size if loops else max(nu, 1), "nq_dim": max(nq, 1),
-                        "nu_dim": max(nu, 1)},
+                        "nu_dim": max(nu, 1),
+                        # blocks of SG_W cases on the lane form of FD (a tree's FD only: TA stays one case at a time)
+                        "lanes": bool(dyn["lanes"]["fd"]) and not loops},
             "kinematics_lines": cast(kinematics_lines),
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],
