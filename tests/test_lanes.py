@@ -64,9 +64,13 @@ def test_lane_functions_are_there():
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "arm7.urdf"))
     for kind in ("fd", "id", "mm"):
         assert f"sg_arm7_{kind}_lanes(" in files["arm7.c"]
+    assert "sg_arm7_rollout_block(" in files["arm7.c"]   # rollout blocks run the lane form of FD
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "quadruped.urdf", floating_base=True))
     c = files["quadruped.c"]
     assert "sg_quadruped_fd_lanes(" in c and "sg_quadruped_id_lanes(" in c and "sg_quadruped_mm_lanes(" not in c
+    assert "sg_quadruped_rollout_block(" in c
+    files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "fourbar.yaml"))
+    assert "sg_fourbar_rollout_block(" not in files["fourbar.c"]   # closed chains: TA, one case at a time
 
 
 @pytest.fixture(scope="module")
