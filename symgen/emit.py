@@ -794,7 +794,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size) -> dict | N
                  f"    const double *q_r = q + (long)l * {strides['q']};  /* state l's row */",
                  *[f"    ang[{n} * l + {i}] = {_row_q(a)};  /* '{name}' */" for i, (a, name) in enumerate(angles)],
                  "}",
-                 f"sg_sincos_n({n} * SG_W, ang, sc);"]
+                 f"sg_sincos_n_lanes({n} * SG_W, ang, sc);"]
     if per_lane:
         k_size = max([16] + [6 * b.nu for b in bodies])
         head += decls + [
@@ -806,7 +806,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size) -> dict | N
             "}"]
     used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size}
     return {"ins": ins, "head": head, "lines": body, "unused": [a for a, x in used.items() if not x],
-            "out_size": out_size}
+            "out_size": out_size, "sincos": bool(angles)}
 
 
 def _row_q(text: str) -> str:
@@ -835,4 +835,4 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH) -
     parents = [b.parent for b in bodies]
     if len(set(parents)) < len(parents):
         kinds["mm"] = None      # a branched tree's M: measured slower per lane than one state at a time
-    return {"width": width, **kinds}
+    return {"width": width, **kinds, "sincos": any(f and f["sincos"] for f in kinds.values())}
