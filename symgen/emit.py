@@ -839,7 +839,9 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH) -
     a statement without a lane form; so is M of a branched tree (a body with two children: its M has many
     entries for its arithmetic, and per lane it measured slower than one state at a time: floating quadruped
     0.44 against 0.35 µs per state, floating humanoid 1.8 against 1.4; arm7, a chain, 0.05 against 0.10).
-    Closed chains (TA) have none."""
+    Closed chains (TA) have none.  FD also comes as ``sg_<name>_fd_lanes_pl`` (p already in lanes), which the
+    rollout's blocks of SG_W cases call (templates/helpers/rollout.c.jinja); ``sincos``: a lane function takes
+    sines and cosines of hinge angles (``sg_sincos_n_lanes``)."""
     def lane(key, p_stride, out_size, p_lanes=False):
         return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes)
 
