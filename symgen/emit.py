@@ -439,11 +439,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
                              "/* the parameters' values in the model file */"] if theta0 else []),
             "theta_init": ([f"for (i = 0; i < {len(theta0)}; ++i) p[{ML.params['theta']} + i] = sg_{name}_theta0[i];"]
                            if theta0 else []),
-            "rollout": {"fd": "ta_forward_dynamics" if loops else "forward_dynamics",
-                        "p_size": ML.ta_params.size if loops else ML.params.size,
-                        "p_fields": "g, T, f_ext" + (", theta" if ML.theta_blocks else "") + (", gains" if loops else ""),
-                        "out_size": ML.ta_out.size if loops else max(nu, 1), "nq_dim": max(nq, 1),
-                        "nu_dim": max(nu, 1)},
+            "rollout": _rollout_spec(ML, bool(loops), nq, nu, dyn["lanes"]["fd"]),
             "kinematics_lines": cast(kinematics_lines),
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],
@@ -452,6 +448,21 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
             "frame_poses_lines": fk["frame_poses"], **_frame_tables(model, index),
             **emit_loops(model, layout, slugs, index, name, ML, list(loops))}
+
+
+def _rollout_spec(ML, loops: bool, nq: int, nu: int, fd_lanes) -> dict:
+    """What templates/helpers/rollout.c.jinja prints for ``sg_<m>_rollout``: the forward dynamics each stage runs
+    (TA on a model with loops), its p (size, fields) and output size, and whether blocks of SG_W cases step
+    together on the lane form of FD (``lanes``: a tree's FD with a lane form; TA stays one case at a time).
+    ``p_lanes``: the entries of p that ``sg_<m>_fd_lanes_pl`` reads, which the block keeps in lanes from step to
+    step (0: it calls ``sg_<m>_fd_lanes``), ``p_lanes_T`` how many of them are T (p[3], p[4], ...)."""
+    lanes = bool(fd_lanes) and not loops
+    p_lanes = fd_lanes["p_lanes"][0] if lanes and fd_lanes["p_lanes"] else 0
+    return {"fd": "ta_forward_dynamics" if loops else "forward_dynamics",
+            "p_size": ML.ta_params.size if loops else ML.params.size,
+            "p_fields": "g, T, f_ext" + (", theta" if ML.theta_blocks else "") + (", gains" if loops else ""),
+            "out_size": ML.ta_out.size if loops else max(nu, 1), "nq_dim": max(nq, 1), "nu_dim": max(nu, 1),
+            "lanes": lanes, "p_lanes": p_lanes, "p_lanes_T": max(0, min(nu, p_lanes - 3))}
 
 
 _IDENTITY12 = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
@@ -750,11 +761,13 @@ LANE_WIDTH = 8
 LANE_MAX_LINES = 6000
 
 
-def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size) -> dict | None:
+def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=False) -> dict | None:
     """One traced algorithm (its tape, None for a trace that stopped at a constant D that is not positive
     definite) printed as a lane function (templates/helpers/lanes.c.jinja), or None when it has no lane form.
     Returns the pieces the template prints: the inputs to transpose into lane-major arrays ``<a>_l[i][l]``
-    (array, count, row stride), the hinge kernel calls per lane, the statements."""
+    (array, count, row stride), the hinge kernel calls per lane, the statements.  ``p_lanes``: the function
+    also comes as ``..._lanes_pl``, which takes p already in lanes (``p_l``; the rollout keeps it so from step
+    to step); then ``p`` is left out of the inputs and its (count, row stride) is the result's ``p_lanes``."""
     from .tape import LaneError
 
     if T is None:
@@ -792,7 +805,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size) -> dict | N
                  f"    const double *q_r = q + (long)l * {strides['q']};  /* state l's row */",
                  *[f"    ang[{n} * l + {i}] = {_row_q(a)};  /* '{name}' */" for i, (a, name) in enumerate(angles)],
                  "}",
-                 f"sg_sincos_n({n} * SG_W, ang, sc);"]
+                 f"sg_sincos_n_lanes({n} * SG_W, ang, sc);"]
     if per_lane:
         k_size = max([16] + [6 * b.nu for b in bodies])
         head += decls + [
@@ -803,8 +816,10 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size) -> dict | N
             *["    " + re.sub(r"\(q \+ (\d+), u \+ (\d+), (sc \+|0)", _lane_args, c) for c in per_lane],
             "}"]
     used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size}
-    return {"ins": ins, "head": head, "lines": body, "unused": [a for a, x in used.items() if not x],
-            "out_size": out_size}
+    p_in = [(n, stride) for a, n, stride in ins if a == "p" and p_lanes]
+    return {"ins": [x for x in ins if not (p_in and x[0] == "p")], "head": head, "lines": body,
+            "unused": [a for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
+            "p_lanes": p_in[0] if p_in else None}
 
 
 def _row_q(text: str) -> str:
@@ -824,13 +839,15 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH) -
     a statement without a lane form; so is M of a branched tree (a body with two children: its M has many
     entries for its arithmetic, and per lane it measured slower than one state at a time: floating quadruped
     0.44 against 0.35 µs per state, floating humanoid 1.8 against 1.4; arm7, a chain, 0.05 against 0.10).
-    Closed chains (TA) have none."""
-    def lane(key, p_stride, out_size):
-        return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size)
+    Closed chains (TA) have none.  FD also comes as ``sg_<name>_fd_lanes_pl`` (p already in lanes), which the
+    rollout's blocks of SG_W cases call (templates/helpers/rollout.c.jinja); ``sincos``: a lane function takes
+    sines and cosines of hinge angles (``sg_sincos_n_lanes``)."""
+    def lane(key, p_stride, out_size, p_lanes=False):
+        return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes)
 
-    kinds = {"fd": lane("fd", L.params.size, L.nu), "id": lane("id", L.params.size, L.nu),
+    kinds = {"fd": lane("fd", L.params.size, L.nu, p_lanes=True), "id": lane("id", L.params.size, L.nu),
              "mm": lane("mm", L.params.size if L.theta_blocks else 0, L.nu * L.nu)}
     parents = [b.parent for b in bodies]
     if len(set(parents)) < len(parents):
         kinds["mm"] = None      # a branched tree's M: measured slower per lane than one state at a time
-    return {"width": width, **kinds}
+    return {"width": width, **kinds, "sincos": any(f and f["sincos"] for f in kinds.values())}

@@ -3,7 +3,9 @@ inverse dynamics and mass matrix run full blocks of W states through one vectori
 state at a time.  Each lane must give what the one-state function gives for that state (the same statements in
 the same order: the same bits), for every example model and the random trees of every hinge type, N not a
 multiple of W included; and a lane whose D is not positive definite must be reported as the one-state loop
-reports it (the first such state, the first such body)."""
+reports it (the first such state, the first such body).  mb.rollout steps blocks of W cases on the lane form of
+forward dynamics: each case must equal the same case rolled out alone (N = 1 < W: the one-case path), a failing
+case included."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,11 +23,12 @@ EXAMPLES = sorted(p for p in (ROOT / "examples" / "models").iterdir() if p.suffi
 SIZES = (1, W - 1, W, W + 3, 3 * W + 1)
 
 
-@pytest.fixture(scope="module", params=[p.name for p in EXAMPLES] + ["tree3", "tree7"])
+@pytest.fixture(scope="module", params=[p.name for p in EXAMPLES] + ["quadruped.urdf:floating", "tree3", "tree7"])
 def model(request):
     if request.param.startswith("tree"):
         return build_model(tree_model(int(request.param[4:])))
-    return symgen.build(ROOT / "examples" / "models" / request.param)
+    path, _, floating = request.param.partition(":")   # the floating quadruped: the same build as test_dynamics'
+    return symgen.build(ROOT / "examples" / "models" / path, floating_base=bool(floating))
 
 
 def _states(mb, n, seed):
@@ -61,9 +64,13 @@ def test_lane_functions_are_there():
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "arm7.urdf"))
     for kind in ("fd", "id", "mm"):
         assert f"sg_arm7_{kind}_lanes(" in files["arm7.c"]
+    assert "sg_arm7_rollout_block(" in files["arm7.c"]   # rollout blocks run the lane form of FD
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "quadruped.urdf", floating_base=True))
     c = files["quadruped.c"]
     assert "sg_quadruped_fd_lanes(" in c and "sg_quadruped_id_lanes(" in c and "sg_quadruped_mm_lanes(" not in c
+    assert "sg_quadruped_rollout_block(" in c
+    files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "fourbar.yaml"))
+    assert "sg_fourbar_rollout_block(" not in files["fourbar.c"]   # closed chains: TA, one case at a time
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +119,69 @@ def test_nan_state_reports_as_one_state_loop():
             mb.forward_dynamics(Q[i:i + 1], U[i:i + 1], T[i:i + 1])
     assert f"(state {W + 1})" in str(lanes.value)
     assert str(lanes.value).split(" is not")[0] == str(one.value).split(" is not")[0]
+
+
+def _rollout_alone(mb, Q, U, T, params=None, **kw):
+    """mb.rollout of each case in a call of its own: N = 1 < W, so the one-case path (no lane block)."""
+    return [mb.rollout(Q[c], U[c], T=T[c:c + 1], params=params and params(c), **kw) for c in range(len(Q))]
+
+
+def _same_rollout(out, alone, what):
+    """Every case of one call equals that case alone, bit for bit: rows (NaN rows of a failed case too), status."""
+    for c, one in enumerate(alone):
+        for key in ("q", "u"):
+            np.testing.assert_array_equal(out[key][c], one[key][0], err_msg=f"{what}, case {c}, {key}")
+        assert out["status"][c] == one["status"][0], f"{what}, case {c}: status {out['status'][c]} alone {one['status'][0]}"
+
+
+@pytest.mark.parametrize("method", ["rk4", "euler"])
+def test_rollout_blocks_equal_one_case_calls(model, method):
+    """mb.rollout (blocks of W cases on sg_<m>_fd_lanes where the model has them) against each case alone, with
+    T per step and every=4, N not a multiple of W included (closed chains: TA, one case at a time on both sides)."""
+    kw = {"dt": 1e-3, "n_steps": 13, "every": 4, "method": method}
+    if model.loops:
+        kw["baumgarte"] = (20.0, 1.0)
+    for n in SIZES:
+        Q, U, _ = _states(model, n, 100 + n)
+        T = np.random.default_rng(n).normal(size=(n, kw["n_steps"], model.nu))
+        out = model.rollout(Q, U, T=T, **kw)
+        _same_rollout(out, _rollout_alone(model, Q, U, T, **kw), f"{model.name} {method} rollout, N = {n}")
+
+
+@pytest.mark.parametrize("floating", [False, True], ids=["arm7", "quadruped_floating"])
+@pytest.mark.parametrize("method", ["rk4", "euler"])
+def test_rollout_case_failing_mid_way(floating, method):
+    """An infinite T at step 12 of case W + 1 and a NaN one at step 20 of case 3 (of 3 W + 1 cases): these cases'
+    forward dynamics fail a few stages later (D not positive definite in their lane only); they stop with their
+    status and NaN rows, every other case of their blocks goes on, and all equal the cases rolled out alone."""
+    mb = symgen.build(ROOT / "examples" / "models" / ("quadruped.urdf" if floating else "arm7.urdf"),
+                      floating_base=floating)   # cache hits: built by the model fixture
+    n, kw = 3 * W + 1, {"dt": 1e-3, "n_steps": 30, "every": 4, "method": method}
+    Q, U, _ = _states(mb, n, 11)
+    T = np.random.default_rng(12).normal(size=(n, kw["n_steps"], mb.nu))
+    T[W + 1, 12], T[3, 20, 0] = np.inf, np.nan
+    out = mb.rollout(Q, U, T=T, **kw)
+    assert list(np.flatnonzero(~out["ok"])) == [3, W + 1]
+    assert np.isnan(out["q"][W + 1, 12 // 4 + 1:]).all() and np.isnan(out["q"][3, 20 // 4 + 1:]).all()
+    assert np.isfinite(out["q"][W + 1, :12 // 4 + 1]).all() and np.isfinite(out["q"][np.flatnonzero(out["ok"])]).all()
+    _same_rollout(out, _rollout_alone(mb, Q, U, T, **kw), f"{mb.name} {method} rollout with failing cases")
+
+
+@pytest.mark.parametrize("bad", [(0,), (W - 1, W + 2), tuple(range(W, 2 * W))])
+def test_rollout_lane_with_singular_d(arm7_parametric, bad):
+    """Link 7 massless in some cases (parameters per case): their D is 0 from the first stage; they fail at step 0
+    with joint7's status (a whole block of them in the last case), the others equal the cases alone."""
+    mb = arm7_parametric
+    n = 2 * W + 3
+    Q, U, _ = _states(mb, n, 6)
+    T = np.random.default_rng(7).normal(size=(n, 9, mb.nu))
+    mass, J = np.full(n, 0.5), np.tile(np.diag([0.01, 0.012, 0.008]), (n, 1, 1))
+    mass[list(bad)], J[list(bad)] = 0.0, 0.0
+
+    def params(rows):
+        return {f"{b}.{x}": v[rows] for b in OUTBOARD for x, v in (("mass", mass), ("inertia", J))}
+    kw = {"dt": 1e-3, "n_steps": 9, "every": 2}
+    out = mb.rollout(Q, U, T=T, params=params(slice(None)), **kw)
+    assert list(np.flatnonzero(~out["ok"])) == list(bad)
+    assert np.isnan(out["q"][list(bad), 1:]).all()
+    _same_rollout(out, _rollout_alone(mb, Q, U, T, params=params, **kw), "parametric arm7 rollout")
