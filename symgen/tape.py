@@ -260,18 +260,12 @@ class Tape:
         def value(x):
             return x.name if isinstance(x, Val) else _const(x)
 
-        out, pending = [], None
-        for s in self._stmts:
-            if s[0] == "comment":
-                pending = s[1]
-                continue
-            if s[0] == "def" and not s[1].live:
-                continue
-            if pending is not None:
-                out.append(f"/* {pending} */")
-                pending = None
+        out = []
+        for s in self._printed():
             kind = s[0]
-            if kind == "def":
+            if kind == "comment":
+                out.append(f"/* {s[1]} */")
+            elif kind == "def":
                 out.append(f"const double {s[1].name} = {text(s[1].parts)};")
             elif kind == "store":
                 out.append(f"{s[1]} = {value(s[2])};")
@@ -284,6 +278,19 @@ class Tape:
             else:
                 out.append(text(s[1]))
         return out
+
+    def _printed(self):
+        """The statements a printer prints, in program order: dead definitions dropped, a comment only when a
+        statement follows it."""
+        pending = None
+        for s in self._stmts:
+            if s[0] == "comment":
+                pending = s
+            elif s[0] != "def" or s[1].live:
+                if pending is not None:
+                    yield pending
+                    pending = None
+                yield s
 
     def count(self) -> int:
         """Live traced operations (statements), after folding and sharing."""
@@ -320,18 +327,12 @@ class Tape:
                 return v
             return entry(v.name) if v.is_input else v.name
 
-        out, pending = [], None
-        for s in self._stmts:
-            if s[0] == "comment":
-                pending = s[1]
-                continue
-            if s[0] == "def" and not s[1].live:
-                continue
-            if pending is not None:
-                out.append(f"/* {pending} */")
-                pending = None
+        out = []
+        for s in self._printed():
             kind = s[0]
-            if kind == "def":
+            if kind == "comment":
+                out.append(f"/* {s[1]} */")
+            elif kind == "def":
                 out.append(f"const {vector} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};")
             elif kind == "store":                         # a constant one lane by lane
                 tgt, value = s[1], s[2]
