@@ -815,10 +815,11 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
             f"    double k_out[{k_size}];",
             *["    " + re.sub(r"\(q \+ (\d+), u \+ (\d+), (sc \+|0)", _lane_args, c) for c in per_lane],
             "}"]
-    used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size}
+    used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size,
+            "out": any(re.search(r"\bout\[", line) for line in body)}      # no U (every hinge locked): no out
     p_in = [(n, stride) for a, n, stride in ins if a == "p" and p_lanes]
     return {"ins": [x for x in ins if not (p_in and x[0] == "p")], "head": head, "lines": body,
-            "unused": [a for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
+            "unused": [("p_l" if a == "p" and p_lanes else a) for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
             "p_lanes": p_in[0] if p_in else None}
 
 
