@@ -624,6 +624,12 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> d
     # long functions are compiled as translation units of their own, in parallel (templates/model.c.jinja)
     long_ = lambda lines: len(lines) >= soa.SPLIT_MIN_LINES  # noqa: E731
     parts = {"fd": 1 if long_(fd) else 0, "id": 2 if long_(id_) else 0, "mm": 3 if long_(mm) else 0}
+    # a lane function from soa.LANE_SPLIT_MIN_LINES is a translation unit of its own too (4, 5, 6), so that it
+    # compiles beside its one-state twin instead of after it
+    for i, k in enumerate(("fd", "id", "mm")):
+        if lanes[k]:
+            lanes[k]["part"] = parts[f"{k}_lanes"] = (4 + i if len(lanes[k]["lines"]) >= soa.LANE_SPLIT_MIN_LINES
+                                                      else parts[k])
     forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
              "mass_matrix": "straight" if traced["mm"] else "per_kind"}

@@ -76,7 +76,7 @@ def render_hinge(h, slug: str | None = None, kernels: list | None = None, templa
 def render_model(model, layout: dict, slugs: dict, name: str, template_path: Path | None = None, loops=(),
                  form: str = "auto"):
     """(header text, source text, parts, forms) of a model's translation unit; ``parts``: the ``SG_PART``
-    values that symgen's build compiles it with, in parallel (``[0]``: one unit); ``forms``: which form each
+    values that symgen's build compiles it with, in parallel, longest first (``[0]``: one unit); ``forms``: which form each
     dynamics entry point takes (``form``: see :func:`symgen.emit.emit_model`)."""
     import sympy
 
@@ -90,7 +90,14 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
             "sympy_version": sympy.__version__, "source": Path(model.source).name if model.source else "<memory>",
             "hinge_sources": sorted({f"{s}.c" for s in slugs.values()} | {f"{d['slug']}.c" for d in loops}), "body_table": table, **pieces}
     env = environment(template_path)
-    parts = sorted({0, *pieces["parts"].values()})
+    # the parts, longest first (the compile runs them in this order on the cores): the lines of the long
+    # functions in each (an AVX2 copy counts twice), part 0 the rest of the file
+    size = {k: 0 for k in {0, *pieces["parts"].values()}}
+    for key, part in pieces["parts"].items():
+        kind = key.split("_")[0]
+        lines = len(pieces["lanes"][kind]["lines"]) if key.endswith("_lanes") else len(pieces[f"{kind}_lines"])
+        size[part] += lines * (2 if not key.endswith("_lanes") and pieces["dispatch"][kind] else 1) if part else 0
     with progress.step("render", f"{name}.c"):
-        return (env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec),
-                parts, pieces["forms"])
+        header, source = env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec)
+    size[0] = source.count("\n") - sum(size.values())
+    return header, source, sorted(size, key=lambda k: (-size[k], k)), pieces["forms"]

@@ -91,10 +91,10 @@ def test_interrupted_build_is_recovered(fresh_cache):
     p = _spawn(fresh_cache)
     tmp = fresh_cache / "tmp"
     deadline = time.time() + 120
-    while time.time() < deadline and not (tmp.exists() and any(tmp.iterdir())):
-        time.sleep(0.01)
+    while time.time() < deadline and not (tmp.exists() and list(tmp.glob("*/src/*.c"))):
+        time.sleep(0.005)
     assert tmp.exists() and any(tmp.iterdir()), "the build never started"
-    time.sleep(0.3)  # inside the compiler now
+    time.sleep(0.05)  # the sources are written: inside the compilers now (they run for several tenths of a second)
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=30)
     assert not list((fresh_cache / "modules").glob("*")), "a killed build left a module behind"
