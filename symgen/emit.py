@@ -825,7 +825,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
             "out": any(re.search(r"\bout\[", line) for line in body)}      # no U (every hinge locked): no out
     p_in = [(n, stride) for a, n, stride in ins if a == "p" and p_lanes]
     return {"ins": [x for x in ins if not (p_in and x[0] == "p")], "head": head, "lines": body,
-            "unused": [("p_l" if a == "p" and p_lanes else a) for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
+            "unused": [a for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
             "p_lanes": p_in[0] if p_in else None}
 
 
