@@ -92,15 +92,19 @@ def built(request):
     return symgen.build(model)
 
 
+def _assert_hinge_maps_are_jacobian_columns(mb):
+    Q = mb.sanitize(np.random.default_rng(4).uniform(-2, 2, (2, mb.nq)))
+    S, _, _ = hinge_maps(mb, Q)
+    _, _, J, _ = mb._bodies(Q, np.zeros((2, mb.nu)))
+    for k, b in enumerate(mb.manifest["bodies"]):
+        u0, u1 = mb.manifest["hinges"][b["hinge"]]["u"]
+        np.testing.assert_allclose(S[:, :, u0:u1], J[:, k, :, u0:u1], rtol=0, atol=1e-12, err_msg=b["name"])
+
+
 def test_hinge_maps_are_the_jacobians_own_columns(built):
     """S of every hinge from six inverse-dynamics passes = the hinge's own columns of the C kinematics'
     body Jacobian."""
-    Q = built.sanitize(np.random.default_rng(4).uniform(-2, 2, (2, built.nq)))
-    S, _, _ = hinge_maps(built, Q)
-    _, _, J, _ = built._bodies(Q, np.zeros((2, built.nu)))
-    for k, b in enumerate(built.manifest["bodies"]):
-        u0, u1 = built.manifest["hinges"][b["hinge"]]["u"]
-        np.testing.assert_allclose(S[:, :, u0:u1], J[:, k, :, u0:u1], rtol=0, atol=1e-12, err_msg=b["name"])
+    _assert_hinge_maps_are_jacobian_columns(built)
 
 
 def test_linear_check_names_what_the_quadratic_formula_names(built):
@@ -117,18 +121,10 @@ def test_the_singular_models_have_singular_hinges():
     assert any("_pin" in h for h in found) and any("_ball" in h for h in found), found
 
 
-def test_per_kind_form_gives_the_same_hinge_maps(monkeypatch):
-    """Large models run the per-kind loop form of inverse dynamics (symgen.soa's limits): the check reads S
-    through it the same way."""
-    from symgen import soa
-
-    monkeypatch.setattr(soa, "STRAIGHT_LINE_LIMIT", 0)
-    monkeypatch.setattr(soa, "CRBA_UNROLL_LIMIT", 0)
-    mb = symgen.build(_with_singular_bodies(1))
-    Q = mb.sanitize(np.random.default_rng(4).uniform(-2, 2, (2, mb.nq)))
-    S, _, _ = hinge_maps(mb, Q)
-    _, _, J, _ = mb._bodies(Q, np.zeros((2, mb.nu)))
-    for k, b in enumerate(mb.manifest["bodies"]):
-        u0, u1 = mb.manifest["hinges"][b["hinge"]]["u"]
-        np.testing.assert_allclose(S[:, :, u0:u1], J[:, k, :, u0:u1], rtol=0, atol=1e-12, err_msg=b["name"])
+def test_per_kind_form_gives_the_same_hinge_maps():
+    """Large models run the per-kind form of inverse dynamics (symgen.soa's limits; form="per_kind" here): the
+    check reads S through it the same way."""
+    mb = symgen.build(_with_singular_bodies(1), form="per_kind")
+    assert set(mb.forms.values()) == {"per_kind"}
+    _assert_hinge_maps_are_jacobian_columns(mb)
     assert singular_hinges(mb) == _reference(mb)
