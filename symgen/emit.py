@@ -1,5 +1,6 @@
 """sympy -> C statements for the hinge kernels, and the C pieces of a model (kinematics, frames, and the
-dynamics of both forms from :mod:`symgen.soa` via :mod:`symgen.tape` and :mod:`symgen.perkind`).
+dynamics from :mod:`symgen.soa` via :mod:`symgen.tape`, one form per entry point (straight-line, with its lane
+form for batches, or :mod:`symgen.perkind`)).
 
 For one kernel (a matrix of expressions in a hinge's symbols) :func:`emit_kernel` produces the body of a C
 function with the fixed signature ``(const double *q, const double *u, const double *p, double *out)``:
@@ -722,6 +723,21 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
             "mm": trace("mm", soa.crba) if unroll_crba else None, "tapes": tapes}
 
 
+def _kernel_arrays(T, bodies):
+    """The hinge kernel outputs a traced function reads (``X<k>``, ``H<k>``, ``Hd<k>``, filled by the body's
+    transform, coord map and its derivative): (body, array, kernel, size, entries read), in body order."""
+    read = {}
+    for text in T.live_inputs():
+        m = re.fullmatch(r"((?:X|H|Hd)\d+)\[(\d+)\]", text)
+        if m:
+            read.setdefault(m.group(1), []).append(int(m.group(2)))
+    for b in bodies:
+        for arr, kernel, size in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
+                                  (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)):
+            if arr in read:
+                yield b, arr, kernel, size, sorted(read[arr])
+
+
 def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
     """Trace one algorithm; prepend the hinge kernel calls whose outputs the live code reads.  ``tapes``: a
     list the tape is appended to (None when the trace stopped at a constant D that is not positive definite),
@@ -741,14 +757,10 @@ def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
     if tapes is not None:
         tapes.append(T)
     body = T.lines()
-    arrays = T.live_arrays()
     head = []
-    for b in bodies:
-        for arr, kernel, size in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
-                                  (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)):
-            if arr in arrays:
-                head.append(f"double {arr}[{size}];  /* '{b.name}' */")
-                head.append(calls(b.name, kernel, arr))
+    for b, arr, kernel, size, _ in _kernel_arrays(T, bodies):
+        head.append(f"double {arr}[{size}];  /* '{b.name}' */")
+        head.append(calls(b.name, kernel, arr))
     lines = calls.head() + head + body
     casts = void_unused(("q", "u", "p", "out"), lines)
     return ([casts] if casts else []) + lines
@@ -793,15 +805,10 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     # the hinge kernels' outputs the live code reads: per lane, the scalar kernel into k_out, then its entries
     calls = _HingeCalls(layout, slugs)
     per_lane, decls = [], []
-    for b in bodies:
-        for arr, kernel, n in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
-                               (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)):
-            live = sorted(int(t[len(arr) + 1:-1]) for t in T.live_inputs() if t.startswith(arr + "["))
-            if not live:
-                continue
-            decls.append(f"sg_vd {arr}[{n}];  /* '{b.name}' */")
-            call = calls(b.name, kernel, "k_out")
-            per_lane.append(call + "  " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live))
+    for b, arr, kernel, n, live in _kernel_arrays(T, bodies):
+        decls.append(f"sg_vd {arr}[{n}];  /* '{b.name}' */")
+        call = calls(b.name, kernel, "k_out")
+        per_lane.append(call + "  " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live))
     angles = calls._angles
     head = []
     if angles:
@@ -852,9 +859,8 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH) -
     def lane(key, p_stride, out_size, p_lanes=False):
         return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes)
 
-    kinds = {"fd": lane("fd", L.params.size, L.nu, p_lanes=True), "id": lane("id", L.params.size, L.nu),
-             "mm": lane("mm", L.params.size if L.theta_blocks else 0, L.nu * L.nu)}
     parents = [b.parent for b in bodies]
-    if len(set(parents)) < len(parents):
-        kinds["mm"] = None      # a branched tree's M: measured slower per lane than one state at a time
+    branched = len(set(parents)) < len(parents)     # a branched tree's M: slower per lane than one state at a time
+    kinds = {"fd": lane("fd", L.params.size, L.nu, p_lanes=True), "id": lane("id", L.params.size, L.nu),
+             "mm": None if branched else lane("mm", L.params.size if L.theta_blocks else 0, L.nu * L.nu)}
     return {"width": width, **kinds, "sincos": any(f and f["sincos"] for f in kinds.values())}
