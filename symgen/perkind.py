@@ -78,6 +78,7 @@ class PerKindForm:
             self.kind_of.append(index[key])
         self.functions = []     # C lines of every step function, in order
         self.tables = []        # C lines of the step tables
+        self._made = set()      # the tables made (a step shared by two drivers is traced once)
         self._sizes = {}
 
     # ---- reading and writing the workspace and the arguments ----------------------------------------
@@ -308,9 +309,9 @@ class PerKindForm:
     def _table(self, step: str, trace, doc: str, **kw) -> str:
         """A step traced for every kind, and its table ``sg_<m>_<step>[kind]`` (once per step)."""
         tbl = f"sg_{self.name}_{step}"
-        if any(line.startswith(f"static int (*const {tbl}[") or line.startswith(f"static void (*const {tbl}[")
-               for line in self.tables):
+        if tbl in self._made:
             return tbl
+        self._made.add(tbl)
         fns = [self._function(step, kind, trace, doc, **kw) for kind in self.kinds]
         sig = kw.get("signature", _SIGNATURE)
         ret = "int" if sig == _SIGNATURE else "void"

@@ -90,13 +90,7 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
             "sympy_version": sympy.__version__, "source": Path(model.source).name if model.source else "<memory>",
             "hinge_sources": sorted({f"{s}.c" for s in slugs.values()} | {f"{d['slug']}.c" for d in loops}), "body_table": table, **pieces}
     env = environment(template_path)
-    # the parts, longest first (the compile runs them in this order on the cores): the lines of the long
-    # functions in each (an AVX2 copy counts twice), part 0 the rest of the file
-    size = {k: 0 for k in {0, *pieces["parts"].values()}}
-    for key, part in pieces["parts"].items():
-        kind = key.split("_")[0]
-        lines = len(pieces["lanes"][kind]["lines"]) if key.endswith("_lanes") else len(pieces[f"{kind}_lines"])
-        size[part] += lines * (2 if not key.endswith("_lanes") and pieces["dispatch"][kind] else 1) if part else 0
+    size = {0: 0, **pieces["part_lines"]}     # the parts' weights (symgen.emit); part 0: the rest of the file
     with progress.step("render", f"{name}.c"):
         header, source = env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec)
     size[0] = source.count("\n") - sum(size.values())
