@@ -300,11 +300,12 @@ def build_extension(base: str, source: str, label: str, include_dirs=(), key=(),
         src.write_text(source)
         defs = [f'-DSG_FASTCALL_NAME="{name}"', f"-DSG_FASTCALL_INIT=PyInit_{name}"]
         inc = [x for d in include_dirs for x in ("-isystem", str(d))]
-        for cmd in ([*cc, *STRICT_FLAGS, *defs, *inc, "-c", str(src), "-o", os.devnull],
-                    [*cc, *flags, "-std=c99", "-fPIC", "-shared", *defs, *inc, str(src), "-o", str(work / target.name)]):
+        for used, cmd in ((STRICT_FLAGS, [*cc, *STRICT_FLAGS, *defs, *inc, "-c", str(src), "-o", os.devnull]),
+                          (flags, [*_link_command(cc), *flags, "-std=c99", "-fPIC", *defs, *inc, str(src), "-o",
+                                   str(work / target.name)])):
             out = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
             if out.returncode != 0:
-                raise BuildError(f"{label}: {src.name} does not compile with {' '.join(cmd[len(cc):len(cc) + 5])}:\n"
+                raise BuildError(f"{label}: {src.name} does not compile with {' '.join(used)}:\n"
                                  f"{_first_error_lines(out.stderr)}")
         stats["compiles"] += 1
         with open(cache_dir() / "compile.log", "a") as fh:
