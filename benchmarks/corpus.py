@@ -182,7 +182,7 @@ def _warm_build_seconds(path, floating, opts) -> float:
 
 def _sources(path, floating, opts) -> dict:
     from symgen.model import load_model
-    from symgen.sources import cached_model_sources
+    from symgen.pipeline.sources import cached_model_sources
 
     return cached_model_sources(load_model(path, floating_base=floating, **opts))[0]
 

@@ -160,7 +160,7 @@ def _rel(a, b) -> float:
 
 def _c_toolchain(mujoco):
     """(compiler command, include dir, libmujoco path) or a reason string why C timing is unavailable."""
-    from symgen.compile import compiler
+    from symgen.pipeline.compile import compiler
 
     pkg = Path(mujoco.__file__).resolve().parent
     inc = pkg / "include"
@@ -284,7 +284,7 @@ def run(robots=None, n: int = 10000, rounds: int = 7, python: bool = False, verb
     except ImportError:
         print("mujoco_peer: mujoco is not installed (pip install mujoco); skipped")
         return {}
-    from symgen.compile import BuildError, compiler
+    from symgen.pipeline.compile import BuildError, compiler
 
     try:
         compiler()

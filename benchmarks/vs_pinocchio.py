@@ -148,7 +148,7 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
 def _c_size_kb(path: Path, floating: bool) -> float:
     """Size of the model's generated C (its translation unit plus the hinge kernels it includes)."""
     from symgen.model import load_model
-    from symgen.sources import cached_model_sources
+    from symgen.pipeline.sources import cached_model_sources
 
     files, _ = cached_model_sources(load_model(path, floating_base=floating))
     return sum(len(t) for f, t in files.items() if f.endswith((".c", ".h"))) / 1024
@@ -220,7 +220,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.all:
         args.c = args.mujoco = args.pin_cpp = True
-    from symgen.compile import OPT_FLAGS
+    from symgen.pipeline.compile import OPT_FLAGS
 
     results = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
                "python": platform.python_version(), "symgen_flags": list(OPT_FLAGS), "robots": []}

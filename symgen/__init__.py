@@ -19,7 +19,8 @@ _LAZY = {
     "HINGE_TYPES": "hinges", "SUBHINGE_TYPES": "hinges", "HingeParams": "hinges", "hinge_type_string": "hinges",
     "subhinge_types": "hinges", "hooke_hinge_params": "hinges", "inline_hinge_params": "hinges",
     "inplane_hinge_params": "hinges", "parallel_hinge_params": "hinges", "perpendicular_hinge_params": "hinges",
-    "Hinge": "derive", "hinge": "derive", "compile_hinge": "sources", "BuildError": "compile",
+    "Hinge": "hinges.derive", "hinge": "hinges.derive", "compile_hinge": "pipeline.sources",
+    "BuildError": "pipeline.compile",
     "load_model": "model", "ModelError": "model", "MultibodyModel": "runtime",
     "sweep": "sweeps", "load_sweep": "sweeps", "sweep_summary": "sweeps",
 }
@@ -41,18 +42,18 @@ def build(path, floating_base: bool = False, out=None, progress=None, **options)
     (and printed through ``progress``).
 
     ``form="per_kind"`` builds the dynamics (forward and inverse dynamics, mass matrix, ATBI matrices) in the
-    per-kind form (:mod:`symgen.perkind`: one C function per body kind and step, C loops over the bodies)
+    per-kind form (:mod:`symgen.codegen.perkind`: one C function per body kind and step, C loops over the bodies)
     instead of the default ``"auto"``, which takes the straight-line form (every body traced into one function,
-    constants folded: fastest) for each entry point under symgen.soa's size limits and the per-kind form above
+    constants folded: fastest) for each entry point under symgen.algorithms.soa's size limits and the per-kind form above
     them.  A model carries one form of each entry point; ``mb.forms`` says which.
 
-    The pipeline: symgen.model (read the file) -> symgen.sources (C sources and manifest, cached) ->
-    symgen.compile (cffi module, cached) -> symgen.package (load, check, install).  This function calls
-    :func:`symgen.package.build`, imported on the first call (and by ``importlib``, so that importing
+    The pipeline: symgen.model (read the file) -> symgen.pipeline.sources (C sources and manifest, cached) ->
+    symgen.pipeline.compile (cffi module, cached) -> symgen.pipeline.package (load, check, install).  This function calls
+    :func:`symgen.pipeline.package.build`, imported on the first call (and by ``importlib``, so that importing
     ``symgen`` or ``symgen.runtime`` reaches neither sympy nor jinja2)."""
     import importlib
 
-    package = importlib.import_module(".package", __name__)
+    package = importlib.import_module(".pipeline.package", __name__)
     return package.build(path, floating_base=floating_base, out=out, progress=progress, **options)
 
 

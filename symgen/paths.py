@@ -15,8 +15,11 @@ def cache_dir() -> Path:
     return Path(base) / "symgen"
 
 
-def templates_dir() -> Path:
-    """``templates/`` of the source tree (installed as the ``symgen.templates`` package)."""
-    from importlib import resources
+def package_dir() -> Path:
+    """The ``symgen/`` package folder (its modules are hashed into the build caches' keys)."""
+    return Path(__file__).resolve().parent
 
-    return Path(str(resources.files("symgen.templates")))
+
+def templates_dir() -> Path:
+    """The jinja2 templates of the C printer: ``symgen/codegen/templates/`` (package data of ``symgen.codegen``)."""
+    return package_dir() / "codegen" / "templates"

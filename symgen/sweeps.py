@@ -1,14 +1,14 @@
 """Sweeps: many rollouts of one model, in this process or on a Dask cluster, results in a Zarr store.
 
-A consumer of the build pipeline, like symgen.package (the runtime never imports it).  :func:`sweep` takes a
+A consumer of the build pipeline, like symgen.pipeline.package (the runtime never imports it).  :func:`sweep` takes a
 model and a table of cases (or a dispersion spec that samples one), splits the cases into chunks and runs
 each chunk as one :meth:`~symgen.runtime.MultibodyModel.rollout` call:
 
 * without a client, in this process (``threads=k`` runs k chunks at once: the C call releases the GIL);
 * with a ``dask.distributed`` client, one task per chunk.  The tasks carry the model's generated *sources*
-  (:class:`ModelSources`: the ``(files, manifest)`` of :func:`symgen.sources.cached_model_sources`, compressed),
+  (:class:`ModelSources`: the ``(files, manifest)`` of :func:`symgen.pipeline.sources.cached_model_sources`, compressed),
   never a binary: each worker process compiles or loads the module through its own content-hash cache
-  (symgen.compile) once and keeps it in a dict keyed by the sources' hash.
+  (symgen.pipeline.compile) once and keeps it in a dict keyed by the sources' hash.
 
 With ``store=`` (a directory, or a URL zarr understands) every chunk writes its own rows of a chunked Zarr
 group, then sets its flag in ``done``; a rerun with the same store computes only the chunks whose flag is
@@ -90,9 +90,9 @@ class ModelSources:
 
 
 def model_from_sources(src: ModelSources):
-    """Compile (through the content-hash cache of symgen.compile: nothing when this platform built it before)
+    """Compile (through the content-hash cache of symgen.pipeline.compile: nothing when this platform built it before)
     and load the module of ``src``: what a worker runs.  Needs neither sympy nor jinja2."""
-    from .compile import build_module
+    from .pipeline.compile import build_module
     from .runtime import MultibodyModel
 
     files, manifest = src.load()
@@ -118,8 +118,8 @@ def _worker_model(src):
 
 
 def _module_name_of(files: dict, manifest: dict) -> str:
-    """The module name symgen.package.build_model gives these sources (symgen.compile.build_module's key)."""
-    from .compile import OPT_FLAGS, module_name
+    """The module name symgen.pipeline.package.build_model gives these sources (symgen.pipeline.compile.build_module's key)."""
+    from .pipeline.compile import OPT_FLAGS, module_name
 
     name = manifest["name"]
     return module_name(name, files, tuple(OPT_FLAGS) + (f"{name}.c",)
@@ -175,7 +175,7 @@ def _resolve_model(model, options: dict, param_names=()):
 
         return _resolve_model(load_generated(model), {**options, **({"parameters": parameters} if parameters else {})})
     from .model import Model, load_model
-    from .sources import cached_model_sources
+    from .pipeline.sources import cached_model_sources
 
     if not isinstance(model, Model):
         if not isinstance(model, (str, os.PathLike)):
@@ -188,7 +188,7 @@ def _resolve_model(model, options: dict, param_names=()):
     if wanted != list(model.parameters):
         model = dataclasses.replace(model, parameters=wanted)
     src = ModelSources(*cached_model_sources(model))
-    return _worker_model(src), src  # loaded as the workers load it (symgen.package's build_model, less its checks)
+    return _worker_model(src), src  # loaded as the workers load it (symgen.pipeline.package's build_model, less its checks)
 
 
 # --------------------------------------------------------------------------------------------------

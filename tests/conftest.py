@@ -12,7 +12,7 @@ def isolated_cache(tmp_path_factory):
     d = tmp_path_factory.mktemp("symgen-cache")
     old = os.environ.get("SYMGEN_CACHE_DIR")
     os.environ["SYMGEN_CACHE_DIR"] = str(d)
-    from symgen import derive
+    from symgen.hinges import derive
 
     derive.clear_memory_cache()
     t0 = time.perf_counter()

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import symgen
-import symgen.compile as compile_stage
-import symgen.sources as sources_stage
+import symgen.pipeline.compile as compile_stage
+import symgen.pipeline.sources as sources_stage
 from conftest import TIMINGS
-from symgen.compile import BuildError
+from symgen.pipeline.compile import BuildError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,7 +55,7 @@ def test_changed_template_gives_a_new_module(fresh_cache, tmp_path):
     h = symgen.hinge("SLIDER", axis=(1, 0, 0))
     k1 = symgen.compile_hinge(h)
     tdir = tmp_path / "templates"
-    from symgen.render import templates_dir
+    from symgen.codegen.render import templates_dir
 
     shutil.copytree(templates_dir(), tdir)
     src = (tdir / "hinge.c.jinja").read_text()

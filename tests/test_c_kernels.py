@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from helpers import CASES, assert_close, body_velocity, case_id, central_diff, get_hinge, log_pose, random_q, rotation_angle
-from symgen.compile import STRICT_FLAGS
-from symgen.sources import compile_hinges, hinge_sources
+from symgen.pipeline.compile import STRICT_FLAGS
+from symgen.pipeline.sources import compile_hinges, hinge_sources
 
 N_STATES = 20
 Q_KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "pose_gradient", "ortho_complement")
@@ -59,8 +59,8 @@ def test_c_equals_lambdify(pair):
 
 def test_kernels_given_sines_and_cosines(pair):
     """The *_sc variants that model code calls (the hinge's angles' sines and cosines computed up front, see
-    symgen.emit.hinge_trig_args) against the kernels that compute them, and against lambdify: 1e-12."""
-    from symgen.emit import TRIG_KERNELS, hinge_trig_args
+    symgen.codegen.emit.hinge_trig_args) against the kernels that compute them, and against lambdify: 1e-12."""
+    from symgen.codegen.emit import TRIG_KERNELS, hinge_trig_args
 
     h, k = pair
     args = hinge_trig_args(h)
@@ -254,7 +254,7 @@ def test_sg_sincos_within_two_ulp_of_libm(tmp_path, helper):
 
     import cffi
 
-    from symgen.render import environment
+    from symgen.codegen.render import environment
 
     ffi = cffi.FFI()
     ffi.cdef("void many(int n, const double *x, double *s, double *c);")

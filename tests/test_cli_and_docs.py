@@ -13,9 +13,9 @@ import sympy as sp
 
 import symgen
 import symgen.cli
-import symgen.sources
+import symgen.pipeline.sources
 from helpers import CASES, case_id, get_hinge
-from symgen.derive import KERNELS
+from symgen.hinges.derive import KERNELS
 from symgen.hinges import hinge_table_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,7 +220,7 @@ def test_cli_show_c_of_one_kernel():
     text = out.stdout
     assert text.count("sg_gimbal_coord_map(") == 1 and "_batch" not in text
     ops = int(re.search(r"coord_map: (\d+) operations", text).group(1))
-    assert ops == symgen.sources.hinge_sources(symgen.hinge("GIMBAL"))[1]["kernels"]["coord_map"]["flops"]
+    assert ops == symgen.pipeline.sources.hinge_sources(symgen.hinge("GIMBAL"))[1]["kernels"]["coord_map"]["flops"]
     assert text.rstrip().endswith("}")
 
 
@@ -263,7 +263,7 @@ def test_progress_bars_on_a_cold_build(tmp_path, monkeypatch):
     the stage times of the report add up to the wall time of the build."""
     import time
 
-    from symgen import derive
+    from symgen.hinges import derive
     from symgen.progress import listening
 
     monkeypatch.setenv("SYMGEN_CACHE_DIR", str(tmp_path / "cache"))

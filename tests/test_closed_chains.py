@@ -300,7 +300,7 @@ def test_to_physical_hinge_keeps_the_motion(tmp_path):
         for h in ("h0", "h1"):
             q[closed.q_slice(h)], u[closed.u_slice(h)] = qt[tree.q_slice(h)], ut[tree.u_slice(h)]
         X = tree.frame_pose(qt, "plat")
-        from symgen.runtime.numeric import np_matrix_to_quat
+        from symgen.numeric import np_matrix_to_quat
 
         q[closed.q_slice("free")] = np.concatenate([X[:3, 3], np_matrix_to_quat(X[:3, :3])])
         q, u = closed.project(q, u, fixed=["h0", "h1"])

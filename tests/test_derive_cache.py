@@ -9,7 +9,7 @@ from pathlib import Path
 
 import symgen
 from conftest import TIMINGS
-from symgen import derive
+from symgen.hinges import derive
 from symgen.hinges import bind
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +21,7 @@ def test_warm_cache_does_no_symbolic_work():
     script = textwrap.dedent("""
         import time
         t0 = time.perf_counter()
-        import symgen.derive as d
+        import symgen.hinges.derive as d
         def forbidden(spec):
             raise AssertionError("symbolic work on a warm cache: " + spec.key())
         d.derive = forbidden

@@ -17,7 +17,7 @@ from helpers import assert_close
 from model_factory import random_urdf, tree_model
 from pin_maps import to_pin_q, u_map
 from symgen.model import model_from_dict
-from symgen.package import build_model
+from symgen.pipeline.package import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
 pin = pytest.importorskip("pinocchio")
@@ -184,11 +184,11 @@ def test_batched_dynamics_equal_single(tree):
 
 @pytest.mark.parametrize("tree", [3], indirect=True, ids=["tree3"])  # one tree: test_per_kind_form has both
 def test_per_kind_form_for_large_models_equals_straight_line(tree, monkeypatch):
-    """Above symgen.soa's size limits the dynamics take the per-kind form (symgen.perkind) instead of
+    """Above symgen.algorithms.soa's size limits the dynamics take the per-kind form (symgen.codegen.perkind) instead of
     straight-line code; both forms give the same numbers: the same equations in another order, so ID and M to 1e-12
     relative, FD to 1e-10 (it solves with the random trees' ill-conditioned D's: 2e-12 observed)."""
-    from symgen import soa
-    from symgen.sources import cached_model_sources
+    from symgen.algorithms import soa
+    from symgen.pipeline.sources import cached_model_sources
 
     monkeypatch.setattr(soa, "STRAIGHT_LINE_LIMIT", 0)
     monkeypatch.setattr(soa, "CRBA_UNROLL_LIMIT", 0)
@@ -212,13 +212,13 @@ def test_per_kind_form_for_large_models_equals_straight_line(tree, monkeypatch):
 
 def test_avx2_copies_give_the_baseline_bits():
     """Long straight-line FD, ID and M are compiled twice, for the baseline ISA and for AVX2 (picked at load
-    time; templates/model.c.jinja, symgen.soa.AVX2_COPY_MIN_LINES); AVX2 without FMA rounds the same, so the
+    time; templates/model.c.jinja, symgen.algorithms.soa.AVX2_COPY_MIN_LINES); AVX2 without FMA rounds the same, so the
     humanoid's module as built and one built with -DSG_NO_CLONES (baseline only) agree bitwise.  On a CPU
     without AVX2 both run the baseline copy; a short model (arm7) gets no copy."""
-    from symgen.compile import OPT_FLAGS, build_module
+    from symgen.pipeline.compile import OPT_FLAGS, build_module
     from symgen.model import load_model
     from symgen.runtime import MultibodyModel
-    from symgen.sources import cached_model_sources
+    from symgen.pipeline.sources import cached_model_sources
 
     path = ROOT / "examples" / "models" / "humanoid.urdf"
     mb = symgen.build(str(path), floating_base=True)

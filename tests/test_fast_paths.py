@@ -247,12 +247,12 @@ class _Module:
 
 
 def test_large_model_fallbacks_equal_the_walk(monkeypatch):
-    """Above symgen.soa's frame limits, one frame's pose and Jacobian come from the all-body poses kernel and
+    """Above symgen.algorithms.soa's frame limits, one frame's pose and Jacobian come from the all-body poses kernel and
     ``body_jacobian`` (and all frames' poses from the per-body helpers); same numbers to 1e-14."""
-    from symgen import soa
+    from symgen.algorithms import soa
     from symgen.model import load_model
-    from symgen.package import build_model
-    from symgen.sources import model_sources
+    from symgen.pipeline.package import build_model
+    from symgen.pipeline.sources import model_sources
 
     path = MODELS / "double_pendulum.yaml"
     walk = symgen.build(str(path))

@@ -13,7 +13,7 @@ from scipy.spatial.transform import Rotation
 
 from helpers import (CASES, assert_close, body_velocity, case_id, central_diff, get_hinge, log_pose,
                      neutral_q, random_q, rotation_angle)
-from symgen.spatial import NUMERIC_MODULES
+from symgen.symbolic.spatial import NUMERIC_MODULES
 
 EXACT, FD = 1e-10, 1e-6
 N_STATES = 6

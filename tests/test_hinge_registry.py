@@ -22,7 +22,7 @@ from scipy.spatial.transform import Rotation
 
 import symgen
 from helpers import assert_close, body_velocity, central_diff, log_pose
-from symgen import derive
+from symgen.hinges import derive
 from symgen.hinges import (HINGE_TYPE_TABLE, SUBHINGE_TYPES, SubhingeKinematics, bind, hinge_table_markdown,
                            register_hinge_type, register_subhinge, temporary_types)
 
@@ -185,7 +185,7 @@ def test_maps_are_derivatives_of_the_transform(case):
 def test_sanitize_and_c_kernels(case):
     """Sanitize puts (c, s) back on the unit circle (same pose as the unit Q); the compiled C equals
     lambdify (1e-12)."""
-    from symgen.sources import compile_hinge
+    from symgen.pipeline.sources import compile_hinge
 
     name, h = case
     assert h.has_sanitize

@@ -237,7 +237,48 @@ def test_model_loaders_import_one_way():
 def test_runtime_rooms_import_one_way():
     """runtime.model -> integrate, fit, f2f; none of those imports runtime.model."""
     for room in ("symgen.runtime.integrate", "symgen.runtime.fit", "symgen.runtime.f2f"):
-        assert EDGES[room] <= {"symgen.runtime.numeric"}, (room, EDGES[room])
+        assert EDGES[room] <= {"symgen.numeric"}, (room, EDGES[room])
+
+
+#: the rooms of symgen/, lowest first (ARCHITECTURE.md): a module imports only modules of its own room or of a
+#: room before it.  ``symgen`` itself is the package's __init__ (``__version__``; the public names load lazily
+#: through importlib, which is no edge).
+LAYERS = (("symgen", "symgen.paths", "symgen.progress", "symgen.numeric"),   # foundation: no sympy, no jinja2
+          ("symgen.symbolic",),      # sympy spatial algebra
+          ("symgen.hinges",),        # the hinge registry and each hinge's derived equations
+          ("symgen.model",),         # model files -> Model
+          ("symgen.abi",),           # the arrays C and Python exchange (ModelLayout)
+          ("symgen.runtime",),       # a built model in numpy
+          ("symgen.ir",),            # the tape: traced statements and their printers
+          ("symgen.algorithms",),    # SOA recursions and closed chains, traced on the tape
+          ("symgen.codegen",),       # kernels, the model's C, the per-kind form, templates
+          ("symgen.pipeline",),      # sources -> compile -> package
+          ("symgen.sweeps",),
+          ("symgen.cli",),
+          ("symgen.__main__",))
+
+
+def _room(module: str):
+    """(layer index, room) of a module: the longest room name that is it or contains it."""
+    best = None
+    for i, rooms in enumerate(LAYERS):
+        for room in rooms:
+            if (module == room or module.startswith(room + ".")) and (best is None or len(room) > len(best[1])):
+                best = (i, room)
+    return best
+
+
+def test_every_module_has_a_room_and_imports_run_down_the_layers():
+    """Every module of symgen/ belongs to one room of LAYERS, and imports only its own room or earlier rooms:
+    the generator never calls back into a stage after it, and the runtime sits below everything that writes C."""
+    homeless = [m for m in EDGES if m != "symgen" and _room(m)[1] == "symgen"]
+    assert not homeless, f"modules in no room of LAYERS: {homeless}"
+    upward = sorted((m, d) for m in EDGES for d in EDGES[m]
+                    if _room(d)[1] != _room(m)[1] and _room(d)[0] >= _room(m)[0])
+    assert not upward, f"imports that run up (or across) the layers: {upward}"
+    # the rule can fail: the C printer importing the pipeline would be an upward arrow
+    fake = dict(EDGES, **{"symgen.codegen.emit": EDGES["symgen.codegen.emit"] | {"symgen.pipeline.compile"}})
+    assert any(_room(d)[0] > _room(m)[0] for m in fake for d in fake[m])
 
 
 def test_no_import_cycles_among_symgen_modules():
@@ -245,7 +286,7 @@ def test_no_import_cycles_among_symgen_modules():
     assert not cycles, "import cycles:\n" + "\n".join(_a_cycle(c, EDGES) for c in cycles)
 
 
-BUILD_STAGES = ("symgen.sources", "symgen.compile", "symgen.package")
+BUILD_STAGES = ("symgen.pipeline.sources", "symgen.pipeline.compile", "symgen.pipeline.package")
 
 
 def test_build_pipeline_imports_one_way():
@@ -255,14 +296,14 @@ def test_build_pipeline_imports_one_way():
     drives every stage) imports the package stage.  ``symgen.build`` reaches it through importlib.  Every
     stage may report to symgen.progress, which imports nothing of symgen."""
     assert EDGES["symgen.progress"] == set()
-    assert EDGES["symgen.compile"] <= {"symgen.paths", "symgen.progress"}, EDGES["symgen.compile"]
-    assert "symgen.compile" in EDGES["symgen.sources"] and "symgen.package" not in EDGES["symgen.sources"]
-    assert {"symgen.sources", "symgen.compile", "symgen.model"} <= EDGES["symgen.package"]
+    assert EDGES["symgen.pipeline.compile"] <= {"symgen.paths", "symgen.progress"}, EDGES["symgen.pipeline.compile"]
+    assert "symgen.pipeline.compile" in EDGES["symgen.pipeline.sources"] and "symgen.pipeline.package" not in EDGES["symgen.pipeline.sources"]
+    assert {"symgen.pipeline.sources", "symgen.pipeline.compile", "symgen.model"} <= EDGES["symgen.pipeline.package"]
     for m in EDGES:
         if m == "symgen.model" or m.startswith("symgen.model."):
             assert not EDGES[m] & set(BUILD_STAGES), (m, EDGES[m] & set(BUILD_STAGES))
-    assert {m for m in EDGES if "symgen.package" in EDGES[m]} <= {"symgen.cli"}
-    assert {m for m in EDGES if "cffi" in EXTERNAL[m]} == {"symgen.compile"}
+    assert {m for m in EDGES if "symgen.pipeline.package" in EDGES[m]} <= {"symgen.cli"}
+    assert {m for m in EDGES if "cffi" in EXTERNAL[m]} == {"symgen.pipeline.compile"}
 
 
 def test_symgen_build_is_a_plain_function():
@@ -288,8 +329,9 @@ def test_runtime_imports_neither_sympy_nor_jinja2_statically():
     bad = {m: sorted(EXTERNAL[m] & set(FORBIDDEN_IN_RUNTIME)) for m in sorted(reach)
            if EXTERNAL[m] & set(FORBIDDEN_IN_RUNTIME)}
     assert not bad, f"symgen.runtime reaches {sorted(reach)}; these import {FORBIDDEN_IN_RUNTIME}: {bad}"
-    # symgen.layout is shared on purpose: the generator and the runtime read one ModelLayout (stdlib only)
-    assert reach <= {"symgen", "symgen.layout"} | set(runtime), \
+    # the runtime imports only the ABI (symgen.abi: the one ModelLayout the generator and the runtime read) and
+    # the foundation's numpy math (symgen.numeric)
+    assert reach <= {"symgen", "symgen.abi", "symgen.abi.layout", "symgen.numeric"} | set(runtime), \
         f"the runtime reaches symgen modules outside it: {sorted(reach)}"
 
 
@@ -334,10 +376,11 @@ def test_runtime_loads_a_built_model_without_sympy_or_jinja2(built_model):
 
 #: the modules that write C: the tape's printers, the kernel and model emitters, the per-kind form's drivers,
 #: the template layer, the ABI's #defines, the C toolchain
-CODEGEN = {"symgen.tape", "symgen.emit", "symgen.render", "symgen.perkind", "symgen.layout", "symgen.compile"}
+CODEGEN = {"symgen.ir.tape", "symgen.codegen.emit", "symgen.codegen.render", "symgen.codegen.perkind", "symgen.abi.layout",
+           "symgen.pipeline.compile"}
 #: still writing C outside that layer, to be moved behind the tape's typed statements (issue 22's IR): the
 #: closed chains' helper calls and local arrays (sg_lstsq6, sg_psd_solve, sg_cut_fit_q, ...)
-C_TEXT_TODO = {"symgen.loops"}
+C_TEXT_TODO = {"symgen.algorithms.loops"}
 _C_TEXT = [re.compile(p) for p in (r"\bdouble\s*\*?\s*[A-Za-z_]\w*\s*[\[=;,)]",   # a C declaration
                                     r"[\w\])]\s*;\s*(/\*.*\*/)?\s*$",                # a statement's end
                                     r"\breturn\s+[\w(]+[^.]*;",                    # a C return
@@ -361,10 +404,10 @@ def _c_text(path: Path) -> list:
 
 def test_no_c_text_outside_the_code_generation_layer():
     """No string of a module outside the code-generation layer is C (a declaration, a statement, a return, a
-    for loop, an include): the algorithms (symgen.soa, the hinge and model layers, the runtime, ...) trace
+    for loop, an include): the algorithms (symgen.algorithms.soa, the hinge and model layers, the runtime, ...) trace
     on the tape or compute, and the printers write C."""
     found = {name: _c_text(path) for name, (path, _) in _modules(PACKAGE).items()
              if name not in CODEGEN | C_TEXT_TODO}
     assert not {k: v for k, v in found.items() if v}, found
     # the check finds C where there is some (so it cannot pass by matching nothing)
-    assert _c_text(PACKAGE / "perkind.py") and _c_text(PACKAGE / "loops.py")
+    assert _c_text(PACKAGE / "codegen" / "perkind.py") and _c_text(PACKAGE / "algorithms" / "loops.py")

@@ -1,4 +1,4 @@
-"""The lane form (templates/helpers/lanes.c.jinja, symgen.tape.Tape.lane_lines): the batched forward dynamics,
+"""The lane form (templates/helpers/lanes.c.jinja, symgen.ir.tape.Tape.lane_lines): the batched forward dynamics,
 inverse dynamics and mass matrix run full blocks of W states through one vectorized function and the tail one
 state at a time.  Each lane must give what the one-state function gives for that state (the same statements in
 the same order: the same bits), for every example model and the random trees of every hinge type, N not a
@@ -15,8 +15,8 @@ import pytest
 
 import symgen
 from model_factory import tree_model
-from symgen.emit import LANE_WIDTH as W
-from symgen.package import build_model
+from symgen.codegen.emit import LANE_WIDTH as W
+from symgen.pipeline.package import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p for p in (ROOT / "examples" / "models").iterdir() if p.suffix in (".urdf", ".yaml", ".json"))
@@ -59,7 +59,7 @@ def test_batches_equal_one_state_calls(model, n):
 def test_lane_functions_are_there():
     """arm7 (a chain) gets all three; the floating quadruped (a branched tree) FD and ID, M stays per state."""
     from symgen.model import load_model
-    from symgen.sources import cached_model_sources
+    from symgen.pipeline.sources import cached_model_sources
 
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "arm7.urdf"))
     for kind in ("fd", "id", "mm"):

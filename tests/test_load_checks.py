@@ -122,7 +122,7 @@ def test_the_singular_models_have_singular_hinges():
 
 
 def test_per_kind_form_gives_the_same_hinge_maps():
-    """Large models run the per-kind form of inverse dynamics (symgen.soa's limits; form="per_kind" here): the
+    """Large models run the per-kind form of inverse dynamics (symgen.algorithms.soa's limits; form="per_kind" here): the
     check reads S through it the same way."""
     mb = symgen.build(_with_singular_bodies(1), form="per_kind")
     assert set(mb.forms.values()) == {"per_kind"}

@@ -90,7 +90,7 @@ def test_generated_model_is_strict_c99_and_runs_without_python(tmp_path):
     import shutil
 
     import symgen
-    from symgen.compile import STRICT_FLAGS
+    from symgen.pipeline.compile import STRICT_FLAGS
 
     cc = shutil.which("gcc") or shutil.which("cc")
     env = dict(os.environ, SYMGEN_CACHE_DIR=str(tmp_path / "cache"))

@@ -12,7 +12,7 @@ import pytest
 import symgen
 from helpers import assert_close
 from model_factory import tree_model
-from symgen.runtime.numeric import np_rotation_log
+from symgen.numeric import np_rotation_log
 
 ROOT = Path(__file__).resolve().parents[1]
 H = 1e-6
@@ -20,7 +20,7 @@ H = 1e-6
 
 @pytest.fixture(scope="module", params=["random-tree-3", "all_hinges-example"])
 def mb(request):
-    from symgen.package import build_model
+    from symgen.pipeline.package import build_model
 
     if request.param == "all_hinges-example":
         return symgen.build(ROOT / "examples" / "models" / "all_hinges.yaml")

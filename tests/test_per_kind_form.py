@@ -1,8 +1,8 @@
-"""The two forms of the model dynamics, generated from the one algorithm in ``symgen.soa``:
+"""The two forms of the model dynamics, generated from the one algorithm in ``symgen.algorithms.soa``:
 
 * the straight-line form (every body traced into one function) that ``forward_dynamics``,
   ``inverse_dynamics`` and ``mass_matrix`` take for models up to ``soa``'s size limits, and
-* the per-kind form (``symgen.perkind``: the same per-body steps traced once per body kind, called by C loops
+* the per-kind form (``symgen.codegen.perkind``: the same per-body steps traced once per body kind, called by C loops
   over the bodies) that they take above them, and for every model built with ``form="per_kind"``.
 
 A model carries one form of each entry point.  The two must agree to 1e-12 on every test model (a regression
@@ -42,7 +42,7 @@ MODELS = ([(f.name, False) for f in sorted(EXAMPLES.glob("*.yaml"))]
 
 def _build(name, floating, tmp, form):
     if name.startswith("random-tree-"):  # the trees test_dynamics builds (one compile each per session)
-        from symgen.package import build_model
+        from symgen.pipeline.package import build_model
 
         return build_model(tree_model(int(name.rsplit("-", 1)[1])), form=form)
     if name == "armature-tree":      # armature on every hinge that moves (per-kind form: armature read at run time)
@@ -128,7 +128,7 @@ def test_one_form_per_entry_point():
     and built with
     form="per_kind" that form only; the forms are in the manifest and on the model."""
     from symgen.model import load_model
-    from symgen.sources import cached_model_sources
+    from symgen.pipeline.sources import cached_model_sources
 
     model = load_model(str(EXAMPLES / "arm7.urdf"))
     for form, expected in (("auto", STRAIGHT), ("per_kind", PER_KIND)):

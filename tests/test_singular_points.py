@@ -7,7 +7,7 @@ import pytest
 
 import symgen
 from helpers import assert_close
-from symgen.derive import KERNELS, NEEDS_U
+from symgen.hinges.derive import KERNELS, NEEDS_U
 
 
 def _all_kernels(h, q, u):

@@ -1,4 +1,4 @@
-"""symgen.spatial against independent oracles: mpmath (high precision), scipy's Rotation, identities."""
+"""symgen.symbolic.spatial against independent oracles: mpmath (high precision), scipy's Rotation, identities."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import sympy as sp
 from scipy.spatial.transform import Rotation
 
 from helpers import assert_close
-from symgen import spatial as S
+from symgen.symbolic import spatial as S
 
 S_VALUES = [0.0, 1e-14, 1e-6, 1e-3, 0.5, 2.0, 3.999, 4.001, 7.5, 9.87, 30.0, 100.0]
 

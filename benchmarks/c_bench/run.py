@@ -61,7 +61,7 @@ CHECK_TOL = 1e-12
 
 
 def _compiler():
-    from symgen.compile import BuildError, compiler
+    from symgen.pipeline.compile import BuildError, compiler
 
     try:
         return compiler()
@@ -70,7 +70,7 @@ def _compiler():
 
 
 def _compile(cc, src: Path, exe: Path, manifest: dict, header: str) -> list:
-    from symgen.compile import OPT_FLAGS
+    from symgen.pipeline.compile import OPT_FLAGS
 
     name = manifest["name"]
     defs = [f"-DSG_NAME={name}", f'-DSG_HEADER="{name}.h"', f"-DSG_NQ={manifest['nq']}",
@@ -101,8 +101,8 @@ def _rel(a, b) -> float:
 
 def bench_robot(spec: str, n: int, rounds: int, cc, copies: int = COPIES) -> dict:
     from symgen.model import load_model
-    from symgen.package import build_model
-    from symgen.sources import cached_model_sources
+    from symgen.pipeline.package import build_model
+    from symgen.pipeline.sources import cached_model_sources
 
     path, floating = parse_robot(spec)
     model = load_model(path, floating_base=floating)

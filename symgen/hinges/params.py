@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..spatial import np_quat_to_matrix
+from ..numeric import np_quat_to_matrix
 
 IDENTITY_Q = (0.0, 0.0, 0.0, 1.0)
 #: default ``ij_q`` of PERPENDICULAR: outboard frame turned 90 deg about inboard Y (outboard Z = inboard X)

@@ -6,7 +6,7 @@ axis only or freely; does it translate; does Q need sanitizing and how; the neut
 valid Q), and a ``kinematics`` function giving, for its own symbols, the relative rotation ``R_op``,
 translation ``l_op``, the constant pframe coord map ``H`` (6 x nU) and the qdot map ``N`` (nQ x nU).
 Every catalogue subhinge has a *constant* pframe coord map: its motion subspace is invariant under its own
-motion.  That is what lets :mod:`symgen.derive` build the hinge coord map, its time derivative and the bias
+motion.  That is what lets :mod:`symgen.hinges.derive` build the hinge coord map, its time derivative and the bias
 term in closed form.
 
 :func:`register_subhinge` adds one (see :func:`symgen.hinges.temporary_types` to add one for a while).
@@ -164,7 +164,7 @@ def _subhinge(name, nq, nu, **facts):
 def _sym():
     import sympy as sp
 
-    from .. import spatial as S
+    from ..symbolic import spatial as S
 
     return sp, S
 

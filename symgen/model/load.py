@@ -55,7 +55,7 @@ def _pose_fields(ctx, where, d) -> Pose:
         if abs(np.linalg.norm(q) - 1) > 1e-6:
             raise ctx.err(where, f"field 'quat' must be a unit quaternion (x, y, z, w), |q| = {np.linalg.norm(q):.6g}")
         q = q / np.linalg.norm(q)
-        from ..runtime.numeric import np_quat_to_matrix
+        from ..numeric import np_quat_to_matrix
 
         R = np_quat_to_matrix(q)
     else:
@@ -118,7 +118,7 @@ def place_nodes(onode: Pose, pnode: Pose, params) -> tuple:
     """The hinge's own onode / pnode: the given nodes turned by the hinge parameters' ``i2onode_q`` and
     ``j2pnode_q`` (Karana HingeParams; identity for most hinge types), so that a HOOKE given ``ij_q`` puts the
     outboard body at ``ij_q`` in the reference configuration."""
-    from ..runtime.numeric import np_quat_to_matrix
+    from ..numeric import np_quat_to_matrix
 
     def turn(pose, quat):
         if tuple(quat) == (0.0, 0.0, 0.0, 1.0):
@@ -322,7 +322,7 @@ def apply_armature(model: Model, armature: dict) -> Model:
 def lock_hinges(model: Model, lock) -> Model:
     """The model with the named hinges LOCKED: ``lock`` is a list of hinge names (each held at its neutral
     coordinates) or ``{hinge: q}``.  The locked configuration moves into the onode: onode' = onode X_op(q)."""
-    from ..derive import hinge as make_hinge
+    from ..hinges.derive import hinge as make_hinge
 
     items = lock.items() if isinstance(lock, dict) else ((name, None) for name in lock)
     new = {}

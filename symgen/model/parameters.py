@@ -3,7 +3,7 @@
 A name is ``"<body>.mass"``, ``"<body>.com"``, ``"<body>.inertia"`` (about the CoM, body axes, 3x3),
 ``"<hinge>.armature"`` (one per hinge U) or ``"gravity"`` (always a runtime input; accepted so a dispersion
 spec can name it).  The generated C reads them from a block ``theta`` at the end of the dynamics' ``p``
-(:class:`symgen.layout.ModelLayout`): per body with any parametric mass property, its rigid inertia about
+(:class:`symgen.abi.layout.ModelLayout`): per body with any parametric mass property, its rigid inertia about
 the body origin as (m, h = m c, J: xx xy xz yy yz zz) -- 10 numbers, whichever of mass, CoM and inertia is
 named; per parametric armature, its nU values.  The runtime converts the user's values to that block.
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numeric import np_jr_inv, np_rotation_log, np_skew
+from ..numeric import np_jr_inv, np_rotation_log, np_skew
 
 FD_STEP = 1e-6
 

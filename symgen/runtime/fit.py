@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numeric import np_rotation_log
+from ..numeric import np_rotation_log
 
 
 def fit_q(mb, hinge: str, transform, q0=None, tol: float = 1e-12, max_iter: int = 50) -> np.ndarray:

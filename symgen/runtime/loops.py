@@ -2,7 +2,7 @@
 forward dynamics, closed-chain inverse dynamics and constraint kinematics (``project``).
 
 The numbers come from the generated C (``sg_<m>_loop_errors``, ``loop_jacobian``, ``ta_forward_dynamics``,
-see :mod:`symgen.loops`); this room only batches, names and solves the small dense problems around them
+see :mod:`symgen.algorithms.loops`); this room only batches, names and solves the small dense problems around them
 (Newton steps of ``project``, the least squares of inverse dynamics).
 """
 from __future__ import annotations

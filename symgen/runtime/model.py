@@ -23,10 +23,10 @@ from . import fit as _fit
 from . import integrate as _integrate
 from . import loops as _loops
 from . import parameters as _parameters
-from ..layout import ModelLayout
+from ..abi.layout import ModelLayout
 from .f2f import FrameToFrame
 from .hinge_kernels import HingeKernels, load_generated
-from .numeric import np_skew
+from ..numeric import np_skew
 
 _F64 = np.dtype(np.float64)
 _ND = np.ndarray
@@ -77,7 +77,7 @@ class MultibodyModel:
         self._frames = {k: (v["body"], np.array(v["R"], float), np.array(v["p"], float))
                         for k, v in manifest["frames"].items()}
         self._hk = {}
-        #: where every number lives in the arrays exchanged with the C (symgen.layout, shared with the generator)
+        #: where every number lives in the arrays exchanged with the C (symgen.abi.layout, shared with the generator)
         self.layout = ModelLayout.from_manifest(manifest)
         self._block = self.layout.kinematics.size
         self._dummy = self._ffi.from_buffer("double[]", np.zeros(1))
@@ -475,7 +475,7 @@ class MultibodyModel:
 
         A model with loop constraints runs the tree-augmented (TA) method (free ATBI accelerations, the
         compliance of the constraints from O(n) passes on the same factorization, multipliers by a
-        rank-revealing solve, an O(n) correction; :mod:`symgen.loops`), one C call per state;
+        rank-revealing solve, an O(n) correction; :mod:`symgen.algorithms.loops`), one C call per state;
         ``baumgarte=(omega_n, zeta)`` adds Baumgarte stabilization, ``e'' + 2 zeta omega_n e' + omega_n^2 e
         = 0`` for the constrained errors e.  ``tree=True`` ignores the loops (the cut tree's dynamics).
         ``params``: values of a parametric build's parameters (:attr:`parameters`), one or one per state."""

@@ -1,11 +1,11 @@
-"""The per-kind form of the model algorithms: :mod:`symgen.soa`'s per-body steps traced once per *body kind*, and
+"""The per-kind form of the model algorithms: :mod:`symgen.algorithms.soa`'s per-body steps traced once per *body kind*, and
 C loops over the model's flat topology arrays that call them.
 
 A body kind is what the traced code of a step depends on: the hinge spec (its kernels and their structural
 zeros), whether the body is a root or a leaf, whether its pnode and onode rotations are the identity and
 whether its hinge has armature.  The rest of a body (inertia, onode and pnode poses, armature) is read at run
-time from ``sg_<model>_body_const[k]`` (:attr:`symgen.layout.ModelLayout.body_const`).  Bodies exchange
-values through a per-body workspace (:attr:`symgen.layout.ModelLayout.workspace`): a step stores what a later
+time from ``sg_<model>_body_const[k]`` (:attr:`symgen.abi.layout.ModelLayout.body_const`).  Bodies exchange
+values through a per-body workspace (:attr:`symgen.abi.layout.ModelLayout.workspace`): a step stores what a later
 step of the same body reads (entries that are constants for its kind are not stored: the later step knows
 them too), what a child reads (V, alpha) and what it adds into its parent (P, z, f, the composite inertia).
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from functools import partial
 
-from . import soa
-from .layout import ModelLayout, sym_index
-from .tape import Tape
+from ..algorithms import soa
+from ..abi.layout import ModelLayout, sym_index
+from ..ir.tape import Tape
 
 _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
 _SIGNATURE = "(int k, const double *q, const double *u, const double *p, double *ws, double *out, double *mats)"

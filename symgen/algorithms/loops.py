@@ -6,7 +6,7 @@ coincides with T; the constrained directions are the ortho complement ``OC`` of 
 ``n_res = 6 - nU(h)``): LOCKED welds the frames, BALL joins the origins, PIN joins the origins and aligns
 the axes.
 
-Kinematics of a loop (all traced from the tree's per-body kinematics, :mod:`symgen.soa`):
+Kinematics of a loop (all traced from the tree's per-body kinematics, :mod:`symgen.algorithms.soa`):
 
 * ``X_ST = (R_ST, l_ST)``: T's pose in S, through the nearest common ancestor of A and B;
 * ``W = V_T - phi^T(S, T) V_S``: T's velocity relative to S, in T axes at T's origin (linear in U);
@@ -19,9 +19,9 @@ Kinematics of a loop (all traced from the tree's per-body kinematics, :mod:`symg
 
 TA forward dynamics (Jain; ``../shared/reference/soa_atbi_notes.md`` 3.7), one C function per model:
 
-1. free accelerations: the ATBI with T, f_ext and gravity (:func:`symgen.soa.atbi_factor`, ...);
+1. free accelerations: the ATBI with T, f_ext and gravity (:func:`symgen.algorithms.soa.atbi_factor`, ...);
 2. each constraint row K_i (``K = OC^T`` in target axes): a unit force ``K_i^T`` at T on body B and its
-   opposite at S on body A, run through ``M^-1`` on the same factorization (:func:`symgen.soa.minv`, O(n),
+   opposite at S on body A, run through ``M^-1`` on the same factorization (:func:`symgen.algorithms.soa.minv`, O(n),
    bodies off the loop's paths fold away); the compliance ``Lambda = G_c M^-1 G_c^T`` is K of the resulting
    relative accelerations;
 3. ``Lambda lambda = stab - K a_free`` by a pivoted Cholesky (``sg_psd_solve``): redundant rows (a pivot
@@ -293,7 +293,7 @@ class CutFrame:
 # ---- the traced functions -----------------------------------------------------------------------------
 
 def _alpha_pass(T, bodies, kin, udot):
-    """alpha base to tip (:func:`symgen.soa.rnea_base`; its forces are dead code and dropped) with no
+    """alpha base to tip (:func:`symgen.algorithms.soa.rnea_base`; its forces are dead code and dropped) with no
     gravity: the loops need relative accelerations only."""
     alpha = [None] * len(bodies)
     for b in bodies:

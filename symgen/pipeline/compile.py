@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import progress
-from .paths import cache_dir
+from .. import progress
+from ..paths import cache_dir
 
 STRICT_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
 #: optimization flags of every module; SYMGEN_MARCH_NATIVE=1 adds -march=native (then the module only runs

@@ -1,6 +1,6 @@
 """jinja2 environment (StrictUndefined): the only module that knows jinja2.
 
-Templates are thin: they loop over a spec object built here and print what :mod:`symgen.emit` produced.
+Templates are thin: they loop over a spec object built here and print what :mod:`symgen.codegen.emit` produced.
 """
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from pathlib import Path
 
 import jinja2
 
-from . import emit, progress
-from .spatial import _SERIES_LIMIT, _SERIES_TERMS
+from . import emit
+from .. import progress
+from ..symbolic.spatial import _SERIES_LIMIT, _SERIES_TERMS
 
 MAX_STUMPFF_ORDER = 20
 
 
-from .paths import templates_dir  # noqa: E402,F401  (re-exported)
+from ..paths import templates_dir  # noqa: E402,F401  (re-exported)
 
 
 def environment(path: Path | None = None) -> jinja2.Environment:
@@ -77,10 +78,10 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
                  form: str = "auto"):
     """(header text, source text, parts, forms) of a model's translation unit; ``parts``: the ``SG_PART``
     values that symgen's build compiles it with, in parallel, longest first (``[0]``: one unit); ``forms``: which form each
-    dynamics entry point takes (``form``: see :func:`symgen.emit.emit_model`)."""
+    dynamics entry point takes (``form``: see :func:`symgen.codegen.emit.emit_model`)."""
     import sympy
 
-    from . import __version__
+    from .. import __version__
 
     with progress.step("emit", f"model {name}"):
         pieces = emit.emit_model(model, layout, slugs, name, loops, form)
@@ -90,7 +91,7 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
             "sympy_version": sympy.__version__, "source": Path(model.source).name if model.source else "<memory>",
             "hinge_sources": sorted({f"{s}.c" for s in slugs.values()} | {f"{d['slug']}.c" for d in loops}), "body_table": table, **pieces}
     env = environment(template_path)
-    size = {0: 0, **pieces["part_lines"]}     # the parts' weights (symgen.emit); part 0: the rest of the file
+    size = {0: 0, **pieces["part_lines"]}     # the parts' weights (symgen.codegen.emit); part 0: the rest of the file
     with progress.step("render", f"{name}.c"):
         header, source = env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec)
     size[0] = source.count("\n") - sum(size.values())

@@ -1,6 +1,6 @@
 """sympy -> C statements for the hinge kernels, and the C pieces of a model (kinematics, frames, and the
-dynamics from :mod:`symgen.soa` via :mod:`symgen.tape`, one form per entry point (straight-line, with its lane
-form for batches, or :mod:`symgen.perkind`)).
+dynamics from :mod:`symgen.algorithms.soa` via :mod:`symgen.ir.tape`, one form per entry point (straight-line, with its lane
+form for batches, or :mod:`symgen.codegen.perkind`)).
 
 For one kernel (a matrix of expressions in a hinge's symbols) :func:`emit_kernel` produces the body of a C
 function with the fixed signature ``(const double *q, const double *u, const double *p, double *out)``:
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
-from .derive import NEEDS_U, Hinge
-from .spatial import stumpff
+from ..hinges.derive import NEEDS_U, Hinge
+from ..symbolic.spatial import stumpff
 
 #: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
 C_KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "coord_map_dot", "bias", "pose_gradient",
@@ -106,7 +106,7 @@ class CKernel:
 def spec_slug(h: Hinge) -> str:
     """C name of a hinge spec: the type in lower case, plus a hash of the parameters when they are not
     the type's defaults (``pin``, ``pin_1f3a9c0d``)."""
-    from .hinges import bind
+    from ..hinges import bind
 
     base = h.hinge_type.lower()
     if h.spec.key() == bind(h.hinge_type).key():
@@ -280,7 +280,7 @@ def _emit_atbi(h: Hinge, slug: str) -> CKernel:
 def banner_info(h: Hinge) -> dict:
     import sympy
 
-    from . import __version__
+    from .. import __version__
 
     return {"symgen_version": __version__, "sympy_version": sympy.__version__, "label": h.spec.label(),
             "nq": h.nq, "nu": h.nu, "subhinges": " -> ".join(h.subhinge_types),
@@ -342,14 +342,14 @@ class _HingeCalls:
 
 
 def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loops: list) -> dict:
-    """C of a model's closed chains (:mod:`symgen.loops`): the cut joints' neutral-Q tables and the traced
+    """C of a model's closed chains (:mod:`symgen.algorithms.loops`): the cut joints' neutral-Q tables and the traced
     bodies of ``loop_errors``, ``loop_stab``, ``loop_jacobian`` and ``ta_forward_dynamics``.  ``loops``: per
     loop, a dict with the LoopInfo fields but ``i``, ``A``, ``B`` (body names ``source_body`` and
     ``target_body`` instead)."""
     from functools import partial
 
-    from . import loops as lp
-    from . import soa
+    from ..algorithms import loops as lp
+    from ..algorithms import soa
 
     if not loops:
         return {"loops": []}
@@ -382,9 +382,9 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     nq = sum(layout[b.name]["nq"] for b in model.bodies)
     index = {b.name: i for i, b in enumerate(model.bodies)}
     max_nu = max([1] + [layout[b.name]["nu"] for b in model.bodies])
-    from .layout import ModelLayout
+    from ..abi.layout import ModelLayout
 
-    from .model.parameters import nominal_theta, resolve
+    from ..model.parameters import nominal_theta, resolve
 
     blocks = resolve(model, [layout[b.name]["nu"] for b in model.bodies])
     ML = ModelLayout([(layout[b.name]["nq"], layout[b.name]["nu"]) for b in model.bodies],
@@ -504,7 +504,7 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
       (6 x nU), and ``y`` only when k has a parent body.  ``sg_<name>_frame_pose`` and
       ``sg_<name>_frame_jacobian`` walk them from the frame's body to the root: only the frame's ancestors.
       [] above soa.JAC_STEPS_LIMIT lines (the all-body poses and ``body_jacobian`` then)."""
-    from . import soa
+    from ..algorithms import soa
 
     bodies = body_infos(model, layout, slugs, index)
 
@@ -567,12 +567,12 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
 
 
 def body_infos(model, layout, slugs, index) -> list:
-    """What the tracers (:mod:`symgen.soa`, :mod:`symgen.perkind`) know of each body: its constants and the
+    """What the tracers (:mod:`symgen.algorithms.soa`, :mod:`symgen.codegen.perkind`) know of each body: its constants and the
     structure of its hinge kernels."""
     import numpy as np
 
-    from . import soa
-    from .runtime.numeric import np_skew
+    from ..algorithms import soa
+    from ..numeric import np_skew
 
     bodies = []
     for k, b in enumerate(model.bodies):
@@ -594,14 +594,14 @@ def body_infos(model, layout, slugs, index) -> list:
 
 
 def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> dict:
-    """The dynamics kernels' bodies, one form per entry point, both from :mod:`symgen.soa`'s steps: with
+    """The dynamics kernels' bodies, one form per entry point, both from :mod:`symgen.algorithms.soa`'s steps: with
     ``form="auto"`` FD and ID are straight-line up to ``soa.STRAIGHT_LINE_LIMIT`` and M up to
-    ``soa.CRBA_UNROLL_LIMIT``, the per-kind form (:mod:`symgen.perkind`) above them; ``form="per_kind"``
+    ``soa.CRBA_UNROLL_LIMIT``, the per-kind form (:mod:`symgen.codegen.perkind`) above them; ``form="per_kind"``
     takes the per-kind form for all three (what tests compare the straight-line form with).  ``atbi_matrices``
     (introspection: the factorization's matrices at every body) always takes the per-kind form, which compiles
     in a fraction of the straight-line form's time (FD's tip-to-base steps, FD's own when FD takes that form
     too).  ``forms`` says which entry point took which."""
-    from . import soa
+    from ..algorithms import soa
     from .perkind import PerKindForm
 
     if form not in soa.FORMS:
@@ -609,11 +609,11 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> d
     bodies = body_infos(model, layout, slugs, index)
     traced = _traced_dynamics(bodies, L, layout, slugs, straight=form == "auto")
     if L.theta_blocks and not (traced["fd"] and traced["mm"]):
-        from .model import ModelError
+        from ..model import ModelError
 
         raise ModelError(f"{model.source or model.name}: parametric builds need the straight-line dynamics, and "
                          + ("this build asks for the per-kind form (form='per_kind')" if form != "auto" else
-                            "this model is past symgen.soa's size limits") + "; build it without parameters=")
+                            "this model is past symgen.algorithms.soa's size limits") + "; build it without parameters=")
     lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"])
     per_kind = PerKindForm(bodies, L, name)
     drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None) + ("mats",))
@@ -681,12 +681,12 @@ def kernel_structure(h: Hinge) -> dict:
 
 
 def parametric_bodies(T, bodies, L) -> list:
-    """The bodies with the parameters of a parametric build (:attr:`symgen.layout.ModelLayout.theta_blocks`)
+    """The bodies with the parameters of a parametric build (:attr:`symgen.abi.layout.ModelLayout.theta_blocks`)
     as runtime inputs read from p instead of folded constants: a body's rigid inertia (m, h, J about its
     origin), a hinge's armature."""
     import dataclasses
 
-    from . import soa
+    from ..algorithms import soa
 
     out = list(bodies)
     for blk in L.theta_blocks:
@@ -700,13 +700,13 @@ def parametric_bodies(T, bodies, L) -> list:
 
 
 def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
-    """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.soa`);
-    None for those that take the per-kind form: all with ``straight=False``, else those over symgen.soa's size
+    """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.algorithms.soa`);
+    None for those that take the per-kind form: all with ``straight=False``, else those over symgen.algorithms.soa's size
     limits (FD and ID together by FD's length, M by its walk).  ``tapes``: the traced tape of each straight-line
     one (None where it has none), which the lane form prints a second way."""
     from functools import partial
 
-    from . import soa
+    from ..algorithms import soa
 
     none = {"fd": None, "id": None, "mm": None}
     if not straight:
@@ -749,8 +749,8 @@ def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
     """Trace one algorithm; prepend the hinge kernel calls whose outputs the live code reads.  ``tapes``: a
     list the tape is appended to (None when the trace stopped at a constant D that is not positive definite),
     for a second printing (the lane form)."""
-    from .soa import NotPositiveDefinite
-    from .tape import Tape
+    from ..algorithms.soa import NotPositiveDefinite
+    from ..ir.tape import Tape
 
     T = Tape()
     try:
@@ -793,7 +793,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     (array, count, row stride), the hinge kernel calls per lane, the statements.  ``p_lanes``: the function
     also comes as ``..._lanes_pl``, which takes p already in lanes (``p_l``; the rollout keeps it so from step
     to step); then ``p`` is left out of the inputs and its (count, row stride) is the result's ``p_lanes``."""
-    from .tape import LaneError
+    from ..ir.tape import LaneError
 
     if T is None:
         return None                                       # a constant D that can never be solved: scalar
@@ -855,7 +855,7 @@ def _lane_args(m) -> str:
 def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH) -> dict:
     """The lane form of forward dynamics, inverse dynamics and the mass matrix (``sg_<name>_<kind>_lanes``,
     templates/helpers/lanes.c.jinja): each straight-line function of :func:`_traced_dynamics` (``tapes``) printed
-    a second way by :meth:`symgen.tape.Tape.lane_lines`, SG_W states per call.  A kind is left out (its batch
+    a second way by :meth:`symgen.ir.tape.Tape.lane_lines`, SG_W states per call.  A kind is left out (its batch
     stays one state at a time) where it has no straight-line form, is longer than :data:`LANE_MAX_LINES`, or has
     a statement without a lane form; so is M of a branched tree (a body with two children: its M has many
     entries for its arithmetic, and per lane it measured slower than one state at a time: floating quadruped

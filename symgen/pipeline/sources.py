@@ -1,7 +1,7 @@
 """The sources stage of the build pipeline (model -> sources -> compile -> package): hinge specs and models
 to C sources.
 
-Derivation (symgen.derive), emission (symgen.emit, symgen.soa) and rendering (symgen.render) meet here and
+Derivation (symgen.hinges.derive), emission (symgen.codegen.emit, symgen.algorithms.soa) and rendering (symgen.codegen.render) meet here and
 leave as ``(files, manifest)``: ``{file name: C text}`` plus the JSON-able description the runtime loads a
 module with.  Each kind of source has its own disk cache, keyed by what produced it:
 
@@ -9,10 +9,10 @@ module with.  Each kind of source has its own disk cache, keyed by what produced
   a hash of emit.py, render.py and the templates;
 * a model's translation unit and manifest (:func:`cached_model_sources`): ``<cache>/model-sources/<key>.json``,
   key = the model's content, its hinges' bound specs, every symgen source and template, the sympy version and
-  symgen.soa's form limits.
+  symgen.algorithms.soa's form limits.
 
-The compile stage (symgen.compile) turns the files into a module; :func:`compile_hinge`,
-:func:`compile_hinges` and :func:`build_hinge_library` run both stages for hinge kernels, symgen.package does
+The compile stage (symgen.pipeline.compile) turns the files into a module; :func:`compile_hinge`,
+:func:`compile_hinges` and :func:`build_hinge_library` run both stages for hinge kernels, symgen.pipeline.package does
 so for models.
 """
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import progress
+from .. import progress
 from .compile import build_module, ext_suffix, stats
-from .paths import cache_dir
+from ..paths import cache_dir, package_dir
 
 # --------------------------------------------------------------------------------------------------
 # hinge kernels
@@ -37,9 +37,9 @@ from .paths import cache_dir
 
 def _render_fingerprint(template_path=None) -> str:
     """Hash of what turns equations into C: emit.py, render.py and the templates."""
-    from .paths import templates_dir
+    from ..paths import templates_dir
 
-    here = Path(__file__).parent
+    here = package_dir() / "codegen"
     tdir = Path(template_path) if template_path else templates_dir()
     h = hashlib.sha256()
     for f in [here / "emit.py", here / "render.py", *sorted(tdir.rglob("*.jinja"))]:
@@ -52,11 +52,11 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
 
     Cached on disk next to the derivations (key: derivation key + emit/render/template hash), so a warm
     build does no sympy work."""
-    from .derive import derivation_key
+    from ..hinges.derive import derivation_key
 
     key = hashlib.sha256(f"{derivation_key(h.spec)}|{slug}|{_render_fingerprint(template_path)}".encode()).hexdigest()[:24]
     def make():
-        from . import emit, render
+        from ..codegen import emit, render
 
         s = slug or emit.spec_slug(h)
         header, source, kernels = render.render_hinge(h, s, template_path=template_path)
@@ -114,7 +114,7 @@ def compile_hinge(h, template_path=None):
     ``oframe_coord_map(q)``, ``qdot_map(q)``, ``coord_map_dot(q, u)``, ``bias(q, u)``, ``pose_gradient(q)``,
     ``ortho_complement(q)``, ``atbi(q, P)`` and ``sanitize(q)`` where the hinge has one.
     """
-    from .runtime import HingeKernels
+    from ..runtime import HingeKernels
 
     files, manifest = hinge_sources(h, template_path=template_path)
     mod, name, path = build_module(manifest["slug"], files, f"hinge {h.spec.label()}")
@@ -123,7 +123,7 @@ def compile_hinge(h, template_path=None):
 
 def compile_hinges(hinges, base: str = "kernels") -> list:
     """Compile several hinge specs into one module (one compiler run); returns their HingeKernels in order."""
-    from .runtime import HingeKernels
+    from ..runtime import HingeKernels
 
     files, manifests = {}, []
     for h in hinges:
@@ -137,8 +137,8 @@ def compile_hinges(hinges, base: str = "kernels") -> list:
 def build_hinge_library(out: Path, progress=print) -> dict:
     """Generate every hinge type's kernels into ``out`` (``<slug>.c``, ``<slug>.h``), compile them into one
     cffi module (through the cache), copy it next to them and write ``manifest.json``.  Returns the manifest."""
-    from .derive import hinge
-    from .hinges import HINGE_TYPES
+    from ..hinges.derive import hinge
+    from ..hinges import HINGE_TYPES
 
     out = Path(out)
     t0 = time.perf_counter()
@@ -188,10 +188,10 @@ def model_identifier(name: str) -> str:
 
 def model_sources(model, form: str = "auto"):
     """(files, manifest) of a model: its translation unit plus the kernels of every hinge spec it uses.
-    ``form``: ``"auto"`` (each dynamics entry point straight-line under symgen.soa's size limits, the
+    ``form``: ``"auto"`` (each dynamics entry point straight-line under symgen.algorithms.soa's size limits, the
     per-kind form above them) or ``"per_kind"`` (the per-kind form for all); ``manifest["forms"]`` says which."""
-    from .derive import hinge
-    from .render import render_model
+    from ..hinges.derive import hinge
+    from ..codegen.render import render_model
 
     name = model_identifier(model.name)
     files, slugs, layout, hinges, specs = {}, {}, {}, {}, {}
@@ -236,19 +236,19 @@ def model_sources(model, form: str = "auto"):
 
 def _parameters_manifest(model, layout) -> dict:
     """A parametric build's parameter names and theta blocks (symgen.model.parameters), for the runtime."""
-    from .model.parameters import resolve
+    from ..model.parameters import resolve
 
     return {"names": list(dict.fromkeys(model.parameters)),
             "blocks": resolve(model, [layout[b.name]["nu"] for b in model.bodies])}
 
 
 def _loop_specs(model, files, hinge_specs):
-    """Per loop constraint: what symgen.loops traces (cut hinge spec, node poses on their bodies turned by
+    """Per loop constraint: what symgen.algorithms.loops traces (cut hinge spec, node poses on their bodies turned by
     the hinge's i2onode / j2pnode parameters, kernel structure) and its manifest entry; the cut hinge's
     kernels join ``files``."""
-    from .derive import hinge
-    from .model import Pose
-    from .model.load import place_nodes
+    from ..hinges.derive import hinge
+    from ..model import Pose
+    from ..model.load import place_nodes
 
     frame_of = {b.name: (b.name, Pose()) for b in model.bodies}
     frame_of.update({f.name: (f.body, f.pose) for f in model.frames})
@@ -280,12 +280,12 @@ def _package_fingerprint() -> str:
     """Hash of every symgen source and template plus the sympy version (read without importing sympy)."""
     from importlib import metadata
 
-    from .paths import templates_dir
+    from ..paths import templates_dir
 
-    here = Path(__file__).parent
+    here = package_dir()
     h = hashlib.sha256(metadata.version("sympy").encode())
     for f in sorted(here.rglob("*.py")) + sorted(templates_dir().rglob("*.jinja")):
-        h.update(str(f.relative_to(f.parents[1])).encode() + f.read_bytes())
+        h.update(str(f.relative_to(here)).encode() + f.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -296,8 +296,8 @@ def cached_model_sources(model, form: str = "auto"):
     definition, not only its name."""
     import dataclasses
 
-    from . import soa
-    from .hinges import bind
+    from ..algorithms import soa
+    from ..hinges import bind
 
     specs = [bind(b.hinge_type, **b.hinge_kwargs()).key() for b in model.bodies]
     specs += [bind(lc.hinge_type, **lc.hinge_kwargs()).key() for lc in model.loops]

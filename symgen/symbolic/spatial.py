@@ -31,7 +31,7 @@ import math
 
 import sympy as sp
 
-from .runtime.numeric import (_SERIES_LIMIT, _SERIES_TERMS, np_matrix_to_quat, np_quat_to_matrix,  # noqa: F401
+from ..numeric import (_SERIES_LIMIT, _SERIES_TERMS, np_matrix_to_quat, np_quat_to_matrix,  # noqa: F401
                               np_rotation_log, np_rotvec_exp, np_skew, stumpff_np)
 
 __all__ = [
@@ -168,7 +168,7 @@ NUMERIC_MODULES = [{"stumpff": stumpff_np}, "numpy"]
 # cancellation near s = 0.
 
 def _defer_to_printer(expr, printer):
-    """A printer's own rule for stumpff wins: ``_print_stumpff`` (symgen.emit's C printer) or a name
+    """A printer's own rule for stumpff wins: ``_print_stumpff`` (symgen.codegen.emit's C printer) or a name
     given in ``user_functions`` (lambdify puts ``_imp_`` there).  ``None`` when there is none."""
     own = getattr(printer, "_print_stumpff", None)
     if own is not None:

@@ -2,14 +2,14 @@
 
 Each algorithm (ATBI forward dynamics, Newton-Euler inverse dynamics, the composite-body mass matrix) is a
 few per-body steps that read like the book (Jain, *Robot and Multibody Dynamics*; Featherstone, *Rigid Body
-Dynamics Algorithms*), run on a :class:`~symgen.tape.Tape`:
+Dynamics Algorithms*), run on a :class:`~symgen.ir.tape.Tape`:
 
 * **straight-line** (:func:`atbi`, :func:`rnea`, :func:`crba` below): the steps run over every body of the
   model, on the model's constants and on symbolic runtime values (Q, U, the parameters, the non-constant
   entries of each hinge kernel's output).  Every per-body constant and structural zero folds: the inertias,
   the onode/pnode transforms, a PIN's one nonzero column, identity rotations.  One branch-free C function
   per algorithm (the only branches return the index of a body whose D is not positive definite).
-* **per-kind form** (:mod:`symgen.perkind`): the same steps traced once per *body kind* (hinge spec, root or
+* **per-kind form** (:mod:`symgen.codegen.perkind`): the same steps traced once per *body kind* (hinge spec, root or
   not, ...) with the body's constants as runtime inputs, and a C loop over the model's flat topology arrays
   calling them.  For models too large for one straight-line function, and for ``atbi_matrices``.
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .tape import Tape, Val
+from ..ir.tape import Tape, Val
 
 #: the forms a build can ask for (``symgen.build(..., form=)``): "auto" takes, per entry point, the
 #: straight-line form under the size limits below and the per-kind form above them; "per_kind" takes it for all
@@ -51,7 +51,7 @@ AVX2_COPY_MAX_LINES = 6000
 #: from this many lines a straight-line function is compiled as a translation unit of its own, in parallel
 #: with the rest of the model (symgen.build; a C program still compiles the model's one .c file)
 SPLIT_MIN_LINES = 800
-#: ... and a lane function (the batches' form, symgen.emit.emit_lanes) from this many lines, compiled for AVX-512
+#: ... and a lane function (the batches' form, symgen.codegen.emit.emit_lanes) from this many lines, compiled for AVX-512
 LANE_SPLIT_MIN_LINES = 500
 #: above this many lines the straight-line poses kernel gives way to the per-body helper calls, and so do the
 #: one-frame Jacobian's per-body steps (together)
@@ -120,7 +120,7 @@ def rigid_inertia(m, h, J) -> list:
 
 class ArrayIO:
     """Where a straight-line function reads its inputs and writes its output: ``u[i]``, ``p`` laid out as
-    :attr:`symgen.layout.ModelLayout.params` (g, then T or Udot, then f_ext), ``out[i]``."""
+    :attr:`symgen.abi.layout.ModelLayout.params` (g, then T or Udot, then f_ext), ``out[i]``."""
 
     def __init__(self, layout):
         self.L = layout

@@ -1,8 +1,8 @@
 """The last stage of the build pipeline (model -> sources -> compile -> package): a model's sources and
 module to a loaded model and, optionally, an importable package on disk.
 
-:func:`build_model` takes the model's ``(files, manifest)`` from symgen.sources, the module from
-symgen.compile, loads it as a :class:`symgen.runtime.MultibodyModel`, names the singular hinges and, with
+:func:`build_model` takes the model's ``(files, manifest)`` from symgen.pipeline.sources, the module from
+symgen.pipeline.compile, loads it as a :class:`symgen.runtime.MultibodyModel`, names the singular hinges and, with
 ``out``, installs ``out/<name>/`` (sources, module, manifest.json, __init__.py) atomically.  :func:`build`
 adds the first step, reading the model file (symgen.model); it is the function behind ``symgen.build``.
 This stage has no cache of its own: its inputs come from the two cached stages.
@@ -16,9 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from .progress import step
+from ..progress import step
 from .compile import BuildError, build_extension, build_module, stats
 from .sources import cached_model_sources
+from ..paths import package_dir
 
 
 def fastcall_module(say=lambda s: None):
@@ -29,7 +30,7 @@ def fastcall_module(say=lambda s: None):
 
     import numpy
 
-    source = (Path(__file__).parent / "runtime" / "fastcall.c").read_text()
+    source = (package_dir() / "runtime" / "fastcall.c").read_text()
     try:
         mod, _, _ = build_extension("sg_fastcall", source, "symgen runtime fastcall.c",
                                     include_dirs=[sysconfig.get_paths()["include"], numpy.get_include()],
@@ -44,9 +45,9 @@ def build_model(model, out=None, progress=None, form: str = "auto"):
     """Generate, compile (through the cache) and load a model.  With ``out``, also write
     ``out/<name>/`` as an importable package (sources, module, manifest.json, __init__.py).  ``form``: which
     form the dynamics take (:func:`symgen.build`)."""
-    from .runtime import MultibodyModel
-    from .soa import FORMS
-    from .runtime.checks import singular_hinges, singular_message
+    from ..runtime import MultibodyModel
+    from ..algorithms.soa import FORMS
+    from ..runtime.checks import singular_hinges, singular_message
 
     if form not in FORMS:
         raise ValueError(f"symgen.build: form must be one of {', '.join(map(repr, FORMS))}, not {form!r}")
@@ -127,7 +128,7 @@ def build(path, floating_base: bool = False, out=None, progress=None, *, armatur
     :func:`symgen.model.load_model`, then :func:`build_model`."""
     import dataclasses
 
-    from .model import Model, load_model
+    from ..model import Model, load_model
 
     if isinstance(path, Model):
         if floating_base or armature or lock or balance_inertia or accept_indefinite_inertia:

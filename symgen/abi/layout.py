@@ -1,7 +1,7 @@
 """One model's data layout: where every number lives in the flat arrays that the generated C and the runtime
 exchange, written once.
 
-The C generator (:mod:`symgen.emit`, :mod:`symgen.perkind`) prints its array offsets and ``#define``\\ s
+The C generator (:mod:`symgen.codegen.emit`, :mod:`symgen.codegen.perkind`) prints its array offsets and ``#define``\\ s
 from a :class:`ModelLayout`; the runtime (:mod:`symgen.runtime`) builds the same object from the manifest and
 reads its offsets from it.  Numpy-free and sympy-free, so the runtime can import it.
 

@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-from . import __version__, progress
-from . import spatial as S
-from .hinges import HingeSpec, bind
+from .. import __version__, progress
+from ..symbolic import spatial as S
+from . import HingeSpec, bind
 
 KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "coord_map_dot", "bias", "pose_gradient",
            "ortho_complement")
@@ -252,13 +252,15 @@ def _sanitize(spec, q_sub):
 # disk cache
 # --------------------------------------------------------------------------------------------------
 
-from .paths import cache_dir  # noqa: E402  (re-exported: derivations live in cache_dir() / "derive")
+from ..paths import cache_dir  # noqa: E402  (re-exported: derivations live in cache_dir() / "derive")
 
 
 def _source_fingerprint() -> str:
     """Hash of the modules a derivation depends on, so editing them invalidates the cache."""
-    here = Path(__file__).parent
-    files = [here / "spatial.py", here / "derive.py", *sorted((here / "hinges").glob("*.py"))]
+    from ..paths import package_dir
+
+    here = package_dir()
+    files = [here / "symbolic" / "spatial.py", *sorted((here / "hinges").glob("*.py"))]
     h = hashlib.sha256()
     for f in files:
         h.update(f.read_bytes())
@@ -351,7 +353,7 @@ class Hinge:
 
     ``symgen.hinge("PIN", axis=(0, 1, 0))``.  The symbolic attributes are sympy matrices (they display
     as LaTeX in Jupyter) in the symbols :attr:`q` and :attr:`u`; :meth:`numeric` gives numpy evaluators.
-    Special functions: ``c_k(s)`` are Stumpff functions (:class:`symgen.spatial.stumpff`).
+    Special functions: ``c_k(s)`` are Stumpff functions (:class:`symgen.symbolic.spatial.stumpff`).
     """
 
     def __init__(self, spec: HingeSpec):
@@ -482,7 +484,7 @@ def hinge(hinge_type: str, **params) -> Hinge:
 
 def derive_all(verbose: bool = False) -> float:
     """Derive every hinge type with default parameters; returns the wall time (for the logs)."""
-    from .hinges import HINGE_TYPES
+    from . import HINGE_TYPES
     t0 = time.perf_counter()
     for name in HINGE_TYPES:
         t = time.perf_counter()

@@ -1,0 +1,1 @@
+"""symgen: the IR."""

@@ -1,0 +1,1 @@
+"""symgen: sympy spatial algebra."""
