@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from . import soa
 from .soa import _dot, _mat3, crm, phi, phiT
+from ..ir.tape import Ptr
 
 #: a pivot of the compliance Lambda below this fraction of its largest diagonal entry marks a redundant
 #: constraint row (its lambda is 0); the number of pivots kept is the reported rank
@@ -74,6 +75,10 @@ class LoopInfo:
     @property
     def n_res(self) -> int:
         return 6 - self.nu
+
+    def kernel(self, name: str) -> str:
+        """The name of one of the cut hinge's kernels (``transform``, ``coord_map``, ...; symgen.sources)."""
+        return f"sg_{self.slug}_{name}"
 
     @property
     def constant_map(self) -> bool:
@@ -180,16 +185,17 @@ class CutFrame:
         self._fits = 0              # least-squares fits emitted so far (their C arrays are numbered)
         n, r, i = L.nu, L.n_res, L.i
         if fit and n:
-            T.effect((f"double Xst{i}[12], qh{i}[{max(L.nq, 1)}];  /* loop '{L.name}': X_ST; the cut joint's Q */",))
+            T.local_arrays([(f"Xst{i}", 12), (f"qh{i}", max(L.nq, 1))], f"loop '{L.name}': X_ST; the cut joint's Q")
             for j, x in enumerate(X[0] + X[1]):
                 T.store(f"Xst{i}[{j}]", x)
-            san = f"sg_{L.slug}_sanitize" if L.has_sanitize else "0"
-            T.effect((f"sg_cut_fit_q({L.nq}, {n}, sg_{model}_loop{i}_q0, sg_{L.slug}_transform, "
-                      f"sg_{L.slug}_coord_map, sg_{L.slug}_qdot_map, {san}, Xst{i}, qh{i});",))
-            T.effect((f"double Xh{i}[16], Hh{i}[{6 * n}], OCh{i}[{max(6 * r, 1)}];",))
-            T.effect((f"sg_{L.slug}_transform(qh{i}, 0, 0, Xh{i});  sg_{L.slug}_coord_map(qh{i}, 0, 0, Hh{i});",))
+            T.invoke("sg_cut_fit_q", [L.nq, n, f"sg_{model}_loop{i}_q0", L.kernel("transform"),
+                                      L.kernel("coord_map"), L.kernel("qdot_map"),
+                                      L.kernel("sanitize") if L.has_sanitize else None, f"Xst{i}", f"qh{i}"])
+            T.local_arrays([(f"Xh{i}", 16), (f"Hh{i}", 6 * n), (f"OCh{i}", max(6 * r, 1))])
+            T.invoke(L.kernel("transform"), [f"qh{i}", None, None, f"Xh{i}"])
+            T.invoke(L.kernel("coord_map"), [f"qh{i}", None, None, f"Hh{i}"])
             if r:
-                T.effect((f"sg_{L.slug}_ortho_complement(qh{i}, 0, 0, OCh{i});",))
+                T.invoke(L.kernel("ortho_complement"), [f"qh{i}", None, None, f"OCh{i}"])
             Xh = [T.input(f"Xh{i}[{j}]") for j in range(16)]
             Rh, lh = [Xh[4 * a + b] for a in range(3) for b in range(3)], [Xh[4 * a + 3] for a in range(3)]
             self.R_ET = _mat3(T, [Rh[3 * b + a] for a in range(3) for b in range(3)], X[0])   # R_h^T R_ST
@@ -244,22 +250,22 @@ class CutFrame:
 
             Hp = np.linalg.pinv(np.array(self.Hhat, dtype=float).T)          # constant pseudo-inverse
             return [T.dot([(float(Hp[c, a]), v_E[a]) for a in range(6) if abs(Hp[c, a]) > 1e-15]) for c in range(n)]
-        T.effect((f"double {name}{i}_H[{6 * n}], {name}{i}_v[6], {name}{i}[{n}];",))
+        T.local_arrays([(f"{name}{i}_H", 6 * n), (f"{name}{i}_v", 6), (f"{name}{i}", n)])
         for a in range(6):
             for c in range(n):
                 T.store(f"{name}{i}_H[{a * n + c}]", self.Hhat[c][a])
             T.store(f"{name}{i}_v[{a}]", v_E[a])
-        T.effect((f"sg_lstsq6({n}, {name}{i}_H, {name}{i}_v, {name}{i});",))
+        T.invoke("sg_lstsq6", [n, f"{name}{i}_H", f"{name}{i}_v", f"{name}{i}"])
         return [T.input(f"{name}{i}[{c}]") for c in range(n)]
 
     def pose_error(self, arr, off=0):
         """[log R_ET; l_ET] (traced): the rotation log is computed in C (``sg_rotation_log``) into
         ``arr[off:off + 3]`` (a C array the caller owns) and read back from there."""
         T, i = self.T, self.L.i
-        T.effect((f"double Ret{i}[9];",))
+        T.local_arrays([(f"Ret{i}", 9)])
         for j, x in enumerate(self.R_ET):
             T.store(f"Ret{i}[{j}]", x)
-        T.effect((f"sg_rotation_log(Ret{i}, {arr} + {off});",))
+        T.invoke("sg_rotation_log", [f"Ret{i}", Ptr(arr, off)])
         return [T.input(f"{arr}[{off + a}]") for a in range(3)] + self.l_ET
 
     def unexplained(self, v_E):
@@ -282,10 +288,10 @@ class CutFrame:
         if all(x == 0.0 for x in L.Hd_const if x is not None) and all(x is not None for x in L.Hd_const):
             return a, uh
         i = L.i
-        T.effect((f"double uhb{i}[{L.nu}], bh{i}[6];",))
+        T.local_arrays([(f"uhb{i}", L.nu), (f"bh{i}", 6)])
         for c, x in enumerate(uh):
             T.store(f"uhb{i}[{c}]", x)
-        T.effect((f"sg_{L.slug}_bias(qh{i}, uhb{i}, 0, bh{i});",))
+        T.invoke(L.kernel("bias"), [f"qh{i}", f"uhb{i}", None, f"bh{i}"])
         bias = phiT(T, self.R_ET, self.l_ET, [T.input(f"bh{i}[{a}]") for a in range(6)])
         return _sub(T, a, bias), uh
 
@@ -345,9 +351,9 @@ def loop_errors(T, bodies, loops, nu, io, model, layout):
 def _baumgarte(T, model, nc, g):
     """stab (traced inputs): -2 zeta omega_n K vel_error - omega_n^2 K pose_error from sg_<m>_loop_stab
     (gains at p[g], p[g + 1]), computed only when a gain is not zero."""
-    T.effect((f"double stab[{nc}];",))
-    T.effect((f"if (p[{g}] != 0.0 || p[{g + 1}] != 0.0) sg_{model}_loop_stab(q, u, p + {g}, stab);",))
-    T.effect((f"else {{ int i_; for (i_ = 0; i_ < {nc}; ++i_) stab[i_] = 0.0; }}",))
+    T.local_arrays([("stab", nc)])
+    T.invoke_if_nonzero([T.input(f"p[{g}]"), T.input(f"p[{g + 1}]")], f"sg_{model}_loop_stab",
+                        ["q", "u", Ptr("p", g), "stab"], zeros=("stab", nc))
     return [T.input(f"stab[{i}]") for i in range(nc)]
 
 
@@ -364,7 +370,7 @@ def loop_stab(T, bodies, loops, nu, io, model, layout):
         X = relative_pose(T, bodies, kin, L)
         W, _ = relative_velocity(T, X, L, V)
         cf = CutFrame(T, L, X, model, fit=True)
-        T.effect((f"double rho{L.i}[3];",))
+        T.local_arrays([(f"rho{L.i}", 3)])
         pose = cf.pose_error(f"rho{L.i}")
         vel = cf.unexplained(cf.to_E(W))
         for e, ed in zip(cf.constrained(pose), cf.constrained(vel)):
@@ -410,7 +416,7 @@ def ta_forward_dynamics(T, bodies, loops, nu, io, model, layout):
         rhs += cf.rows(aT)
     stab = _baumgarte(T, model, nc, P["gains"])
     T.comment("3. compliance Lambda = G_c M^-1 G_c^T: a unit force per constraint row through M^-1 (O(n) each)")
-    T.effect((f"double Lam[{nc * nc}], rhs[{nc}], lam[{nc}];  int piv[{nc}], rank;",))
+    T.local_arrays([("Lam", nc * nc), ("rhs", nc), ("lam", nc)], ints=[("piv", nc), ("rank", None)])
     col = 0
     for L in loops:
         for r in range(L.n_res):
@@ -426,7 +432,7 @@ def ta_forward_dynamics(T, bodies, loops, nu, io, model, layout):
     for i in range(nc):
         T.store(f"rhs[{i}]", T.dot([(1.0, stab[i]), (-1.0, rhs[i])]))
     T.comment(f"4. Lambda lambda = stab - K a_free (pivoted Cholesky; redundant rows below {RANK_TOL:g} get 0)")
-    T.effect((f"rank = sg_psd_solve({nc}, Lam, rhs, {RANK_TOL!r}, lam, piv);",))
+    T.invoke("sg_psd_solve", [nc, "Lam", "rhs", RANK_TOL, "lam", "piv"], result="rank")
     lam = [T.input(f"lam[{i}]") for i in range(nc)]
     lam_rows, o = [], 0
     for L in loops:
@@ -443,7 +449,7 @@ def ta_forward_dynamics(T, bodies, loops, nu, io, model, layout):
     for j, f in enumerate(fT):
         for a in range(6):
             T.store(f"out[{O['f_target'] + 6 * j + a}]", f[a])
-    T.effect((f"out[{O['rank']}] = (double)rank;",))
+    T.store_int(f"out[{O['rank']}]", "rank")
     T.ret(0)
 
 

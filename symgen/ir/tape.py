@@ -61,6 +61,25 @@ class Val:
         return self.tape.neg(self)
 
 
+class Ptr:
+    """A typed argument of :meth:`Tape.invoke`: the address of entry ``offset`` of an array, printed with its offset
+    even when it is 0 (``out + 0``)."""
+
+    __slots__ = ("array", "offset")
+
+    def __init__(self, array: str, offset: int):
+        self.array, self.offset = _identifier(array), int(offset)
+
+    def __repr__(self):
+        return f"Ptr({self.array!r}, {self.offset})"
+
+
+def _identifier(name) -> str:
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w*", name):
+        raise ValueError(f"{name!r} is not an identifier")
+    return name
+
+
 def _const(x) -> str:
     x = float(x)
     if not math.isfinite(x):
@@ -171,8 +190,10 @@ class Tape:
 
     # ---- effects and names
     # Statements are typed, so each printer (:meth:`lines`, :meth:`lane_lines`) says in its own words what they
-    # do: ("def", v), ("store", target, value), ("check", value, status, why), ("fill", array, n, why),
-    # ("return", value), ("effect", parts) (C written by a code-generation caller), ("comment", text).
+    # do: ("def", v), ("store", target, value), ("store_int", target, local), ("check", value, status, why),
+    # ("fill", array, n, why), ("locals", arrays, ints, comment), ("invoke", function, args, result),
+    # ("invoke_if", values, invoke, fill), ("return", value), ("effect", parts) (C written by a
+    # code-generation caller), ("comment", text).
     def store(self, target: str, value) -> None:
         """``target = value`` (a float is written as a literal); ``target`` names an array entry, ``out[3]``."""
         if isinstance(value, Val):
@@ -188,6 +209,49 @@ class Tape:
     def fill_zeros(self, array: str, n: int, why: str) -> None:
         """``array[0:n] = 0``, one loop (the stores that follow overwrite the entries that are not zero)."""
         self._stmts.append(("fill", array, n, why))
+
+    def local_arrays(self, arrays, comment: str | None = None, ints=()) -> None:
+        """Scratch locals of the function, declared here (before the statements that use them): ``arrays``, a
+        list of ``(name, size)`` arrays of doubles; ``ints``, a list of ``(name, size)`` integers, an array or,
+        with size None, one integer (the result of an :meth:`invoke`)."""
+        arrays = tuple((_identifier(a), int(n)) for a, n in arrays)
+        ints = tuple((_identifier(a), None if n is None else int(n)) for a, n in ints)
+        if not arrays and not ints:
+            raise ValueError("local_arrays declares nothing")
+        self._stmts.append(("locals", arrays, ints, comment))
+
+    def invoke(self, function: str, args, result: str | None = None) -> None:
+        """A call of a routine (a helper, a hinge kernel, another of the model's functions) for what it writes
+        into arrays.  ``args``, each typed: a ``str`` is an identifier (an array, a table, a function passed by
+        name, an integer local), a :class:`Ptr` an array entry's address, an ``int`` an integer, a ``float`` a
+        double, ``None`` a null pointer.  ``result``: an integer local (see :meth:`local_arrays`) that gets the
+        routine's return value."""
+        self._stmts.append(self._invoke(function, args, result))
+
+    def invoke_if_nonzero(self, values, function: str, args, zeros: tuple) -> None:
+        """:meth:`invoke` when one of ``values`` (traced inputs, gains say) is not zero; else
+        ``zeros = (array, n)``: ``array[0:n] = 0`` (what the call would have written)."""
+        values = tuple(values)
+        if not values or not all(isinstance(v, Val) for v in values):
+            raise ValueError("invoke_if_nonzero needs traced values to test")
+        for v in values:
+            v.used = True
+        array, n = zeros
+        self._stmts.append(("invoke_if", values, self._invoke(function, args, None),
+                            ("fill", _identifier(array), int(n), None)))
+
+    @staticmethod
+    def _invoke(function, args, result):
+        for a in args:
+            if isinstance(a, str):
+                _identifier(a)
+            elif not (a is None or isinstance(a, (Ptr, int, float))) or isinstance(a, bool):
+                raise TypeError(f"argument {a!r} of {function!r} is not an identifier, Ptr, int, float or None")
+        return ("invoke", _identifier(function), tuple(args), None if result is None else _identifier(result))
+
+    def store_int(self, target: str, local: str) -> None:
+        """``target = local`` as a double; ``local`` names an integer local (a rank an :meth:`invoke` returned)."""
+        self._stmts.append(("store_int", target, _identifier(local)))
 
     def ret(self, value) -> None:
         """The function's result (0: success)."""
@@ -224,6 +288,8 @@ class Tape:
             return [p for p in s[1] if isinstance(p, Val)]
         if s[0] in ("store", "check", "return"):
             return [x for x in s[1:3] if isinstance(x, Val)]
+        if s[0] == "invoke_if":
+            return list(s[1])
         return []
 
     def _mark_live(self):
@@ -260,6 +326,10 @@ class Tape:
         def value(x):
             return x.name if isinstance(x, Val) else _const(x)
 
+        def fill(s, i="i"):
+            why = f"  /* {s[3]} */" if s[3] is not None else ""
+            return f"{{ int {i}; for ({i} = 0; {i} < {s[2]}; ++{i}) {s[1]}[{i}] = 0.0; }}{why}"
+
         out = []
         for s in self._printed():
             kind = s[0]
@@ -269,10 +339,21 @@ class Tape:
                 out.append(f"const double {s[1].name} = {text(s[1].parts)};")
             elif kind == "store":
                 out.append(f"{s[1]} = {value(s[2])};")
+            elif kind == "store_int":
+                out.append(f"{s[1]} = (double){s[2]};")
             elif kind == "check":
                 out.append(f"if (!({value(s[1])} > 0.0)) return {s[2]};  /* {s[3]} */")
             elif kind == "fill":
-                out.append(f"{{ int i; for (i = 0; i < {s[2]}; ++i) {s[1]}[i] = 0.0; }}  /* {s[3]} */")
+                out.append(fill(s))
+            elif kind == "locals":
+                decl = [f"{ctype} {', '.join(a if n is None else f'{a}[{n}]' for a, n in group)};"
+                        for ctype, group in (("double", s[1]), ("int", s[2])) if group]
+                out.append("  ".join(decl + ([f"/* {s[3]} */"] if s[3] is not None else [])))
+            elif kind == "invoke":
+                out.append(_invoke_text(s))
+            elif kind == "invoke_if":                    # the zero fill of the else branch counts with i_
+                out.append(f"if ({' || '.join(f'{value(v)} != 0.0' for v in s[1])}) {_invoke_text(s[2])}")
+                out.append(f"else {fill(s[3], 'i_')}")
             elif kind == "return":
                 out.append(f"return {s[1] if isinstance(s[1], (int, str)) else value(s[1])};")
             else:
@@ -309,7 +390,8 @@ class Tape:
         that array's row-major rows, ``out[l * row + i]`` (no vector array to copy out afterwards).  A pivot check (``if (!(d > 0.0)) return k;``) records, per lane l,
         the first body whose D is not positive definite in ``st[l]`` (the caller declares ``int st[W]``
         zeroed, and ``l``) and goes on; ``return 0;`` is left to the caller.  Names are those of :meth:`lines`.
-        Raises :class:`LaneError` for a statement it cannot print per lane (a call, another effect)."""
+        Raises :class:`LaneError` for a statement it cannot print per lane (a call, the locals and routine calls
+        of :meth:`local_arrays`, :meth:`invoke`, :meth:`invoke_if_nonzero`, :meth:`store_int`, another effect)."""
         arrays, rows = arrays or {}, rows or {}
         self.lines()                                      # names the live temporaries
         loop = f"for (l = 0; l < {width}; ++l)"
@@ -365,6 +447,20 @@ class Tape:
         """The C text of the inputs the live code reads (``X3[5]``, ``u[2]``), in the order they were made."""
         self._mark_live()
         return [name for name, v in self._inputs.items() if v.live]
+
+
+def _invoke_text(s) -> str:
+    """C of an ("invoke", function, args, result) statement."""
+    def arg(a):
+        if a is None:
+            return "0"
+        if isinstance(a, Ptr):
+            return f"{a.array} + {a.offset}"
+        if isinstance(a, float):
+            return _const(a)
+        return str(a)
+    call = f"{s[1]}({', '.join(arg(a) for a in s[2])});"
+    return call if s[3] is None else f"{s[3]} = {call}"
 
 
 class LaneError(ValueError):

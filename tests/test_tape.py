@@ -1,0 +1,73 @@
+"""The tape's typed statements for locals and routine calls (symgen/ir/tape.py): what the one-state printer writes,
+what the arguments may be, and that the lane printer refuses them (LaneError)."""
+from __future__ import annotations
+
+import pytest
+
+from symgen.ir.tape import LaneError, Ptr, Tape
+
+
+def _tape():
+    T = Tape()
+    T.local_arrays([("Lam", 4), ("rhs", 2)], ints=[("piv", 2), ("rank", None)])
+    T.local_arrays([("Ret0", 9)], "a rotation")
+    T.store("rhs[0]", T.input("q[0]") * 2.0)
+    T.invoke("sg_rotation_log", ["Ret0", Ptr("out", 0)])
+    T.invoke("sg_cut_fit_q", [1, "sg_m_loop0_q0", "sg_pin_transform", None, 1e-10])
+    T.invoke("sg_psd_solve", [2, "Lam", "rhs", "piv"], result="rank")
+    T.invoke_if_nonzero([T.input("p[3]"), T.input("p[4]")], "sg_m_loop_stab", ["q", "u", Ptr("p", 3), "stab"],
+                        zeros=("stab", 2))
+    T.store_int("out[5]", "rank")
+    return T
+
+
+def test_one_state_printing():
+    assert _tape().lines() == [
+        "double Lam[4], rhs[2];  int piv[2], rank;",
+        "double Ret0[9];  /* a rotation */",
+        "const double t0 = 2.0 * q[0];",
+        "rhs[0] = t0;",
+        "sg_rotation_log(Ret0, out + 0);",
+        "sg_cut_fit_q(1, sg_m_loop0_q0, sg_pin_transform, 0, 1e-10);",
+        "rank = sg_psd_solve(2, Lam, rhs, piv);",
+        "if (p[3] != 0.0 || p[4] != 0.0) sg_m_loop_stab(q, u, p + 3, stab);",
+        "else { int i_; for (i_ = 0; i_ < 2; ++i_) stab[i_] = 0.0; }",
+        "out[5] = (double)rank;",
+    ]
+
+
+def test_the_tested_inputs_are_live():
+    assert set(_tape().live_inputs()) == {"q[0]", "p[3]", "p[4]"}
+
+
+@pytest.mark.parametrize("bad", [("Ret0; x",), ("out + 1",), (True,), ([1],), ("1a",)])
+def test_arguments_are_typed(bad):
+    with pytest.raises((TypeError, ValueError)):
+        Tape().invoke("sg_f", list(bad))
+
+
+def test_names_are_identifiers():
+    T = Tape()
+    with pytest.raises(ValueError):
+        T.invoke("f(x)", [])
+    with pytest.raises(ValueError):
+        T.local_arrays([("a[3]", 3)])
+    with pytest.raises(ValueError):
+        T.local_arrays([])
+    with pytest.raises(ValueError):
+        T.invoke_if_nonzero([1.0], "f", [], zeros=("a", 1))
+
+
+@pytest.mark.parametrize("stmt", [
+    lambda T: T.local_arrays([("a", 3)]),
+    lambda T: T.invoke("sg_f", ["a"]),
+    lambda T: T.invoke_if_nonzero([T.input("p[0]")], "sg_f", ["a"], zeros=("a", 3)),
+    lambda T: T.store_int("out[0]", "rank"),
+], ids=["local_arrays", "invoke", "invoke_if_nonzero", "store_int"])
+def test_lane_printing_refuses_routine_calls_and_locals(stmt):
+    T = Tape()
+    T.store("out[1]", T.input("u[0]") * 3.0)
+    stmt(T)
+    T.lines()                                        # the one-state form prints them
+    with pytest.raises(LaneError):
+        T.lane_lines(arrays={"u": "u_l", "out": "out_l", "p": "p_l"})
