@@ -265,26 +265,24 @@ def cmd_build(args, ui) -> int:
         return _build_hinges(Path(args.out), ui)
     from .pipeline.package import build_model
     from .progress import listening, step
-    from .pipeline.sources import model_identifier
 
     t0 = time.perf_counter()
     report = ui.report()
     out = Path(args.out)
 
-    def stage_done(text: str) -> None:
-        """symgen.pipeline.package's progress messages mark where its stages end: print ours from the report."""
-        word = text.split(maxsplit=1)[0] if text.strip() else ""
-        if word == "generate":
+    def stage_done(stage: str, **facts) -> None:
+        """symgen.pipeline.package's stages, as data (build_model's ``stages=``): print ours from the report."""
+        if stage == "generate":
             for name in ("derive", "emit", "render"):
                 ui.progress(_stage_line(report, name))
-        elif word == "compile":
+        elif stage == "compile":
             c = report.stages["compile"]
-            ui.progress(_stage_line(report, "compile", f"{model.name}: {text.split()[1]}"
+            ui.progress(_stage_line(report, "compile", f"{model.name}: {facts['module']}"
                                     + (" (cache hit)" if c.hits == c.items else "")))
-        elif word == "install":
-            ui.progress(_stage_line(report, "install", str(out / model_name)))
-        elif word == "warning":
-            ui.warn(text.split(maxsplit=1)[1])
+        elif stage == "install":
+            ui.progress(_stage_line(report, "install", str(facts["target"])))
+        elif stage == "warning":
+            ui.warn(facts["text"])
 
     with listening(report):
         with step("load", str(args.target or "bundled example")):
@@ -292,8 +290,7 @@ def cmd_build(args, ui) -> int:
         loops = f", {len(model.loops)} loops" if model.loops else ""
         ui.progress(_stage_line(report, "load", f"{path.name}: {len(model.bodies)} bodies, "
                                                 f"{len(model.frames)} extra frames{loops}"))
-        model_name = model_identifier(model.name)
-        mb = build_model(model, out=out, progress=stage_done, form=args.form)
+        mb = build_model(model, out=out, stages=stage_done, form=args.form)
     ui.out(f"built {mb.name}: nQ = {mb.nq}, nU = {mb.nu}, {mb.nb} bodies, {len(mb.frame_names)} frames{loops} "
            f"-> {out / mb.name} (import {out.name}.{mb.name}) in {time.perf_counter() - t0:.2f} s")
     return 0

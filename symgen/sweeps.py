@@ -91,15 +91,14 @@ class ModelSources:
 
 def model_from_sources(src: ModelSources):
     """Compile (through the content-hash cache of symgen.pipeline.compile: nothing when this platform built it before)
-    and load the module of ``src``: what a worker runs.  Needs neither sympy nor jinja2."""
-    from .pipeline.compile import build_module
+    and load the module of ``src``: what a worker runs, through the pipeline's own last stage
+    (:func:`symgen.pipeline.package.module_of_sources`).  Needs neither sympy nor jinja2."""
+    from .pipeline.package import module_of_sources
     from .runtime import MultibodyModel
 
     files, manifest = src.load()
-    name = manifest["name"]
-    mod, modname, so = build_module(name, files, f"model {manifest.get('model', name)} (sweep worker)",
-                                    compile_only=[f"{name}.c"], parts=manifest.get("parts"))
-    manifest["module"], manifest["so"] = modname, so.name
+    mod, manifest, so = module_of_sources(files, manifest, f"model {manifest.get('model', manifest['name'])} "
+                                                           "(sweep worker)")
     return MultibodyModel(mod, manifest, path=so)
 
 
@@ -117,19 +116,11 @@ def _worker_model(src):
         return mb
 
 
-def _module_name_of(files: dict, manifest: dict) -> str:
-    """The module name symgen.pipeline.package.build_model gives these sources (symgen.pipeline.compile.build_module's key)."""
-    from .pipeline.compile import OPT_FLAGS, module_name
-
-    name = manifest["name"]
-    return module_name(name, files, tuple(OPT_FLAGS) + (f"{name}.c",)
-                       + tuple(f"SG_PART={k}" for k in (manifest.get("parts") or ())))
-
-
 def sources_of_built(mb):
     """``(files, manifest)`` of a loaded MultibodyModel, or None: from its ``generated/<model>/`` folder, else
     from the model-sources cache (the entry whose module name is the model's)."""
     from .paths import cache_dir
+    from .pipeline.package import module_name_of
 
     path = Path(mb.path) if mb.path is not None else None
     folder = path if path is not None and path.is_dir() else path.parent if path is not None else None
@@ -148,7 +139,7 @@ def sources_of_built(mb):
             files, manifest = data["files"], data["manifest"]
         except (OSError, ValueError, KeyError):
             continue
-        if manifest.get("name") == mb.name and _module_name_of(files, manifest) == mb.manifest.get("module"):
+        if manifest.get("name") == mb.name and module_name_of(files, manifest) == mb.manifest.get("module"):
             return files, manifest
     return None
 

@@ -137,6 +137,12 @@ def _clean_stale_tmp(tmp_root: Path, older_than_s: float = 3600.0) -> None:
             pass
 
 
+def module_key(base: str, files: dict, flags=OPT_FLAGS, compile_only=None, parts=None) -> str:
+    """The content-hash module name :func:`build_module` gives these files with these options."""
+    return module_name(base, files, tuple(flags) + tuple(sorted(compile_only or ()))
+                       + tuple(f"SG_PART={k}" for k in (parts or ())))
+
+
 def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeout: float = 600.0,
                  compile_only=None, parts=None):
     """Compile ``files`` ({name: text}; ``.c`` sources and ``.h`` headers) into a cffi module named by
@@ -144,8 +150,7 @@ def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeo
     others are included by them); default: every ``.c``.  ``parts``: compile each of them once per
     ``-DSG_PART=k`` (a model's long functions, templates/model.c.jinja), in parallel.
     Returns ``(module, name, path)``."""
-    name = module_name(base, files, tuple(flags) + tuple(sorted(compile_only or ()))
-                       + tuple(f"SG_PART={k}" for k in (parts or ())))
+    name = module_key(base, files, flags, compile_only, parts)
     with progress.step("compile", name) as step:
         return _built_module(name, files, label, flags, lock_timeout, compile_only, parts, step)
 

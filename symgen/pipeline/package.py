@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ..progress import step
-from .compile import BuildError, build_extension, build_module, stats
+from .compile import BuildError, build_extension, build_module, module_key, stats
 from .sources import cached_model_sources
 from ..paths import package_dir
 
@@ -41,10 +41,27 @@ def fastcall_module(say=lambda s: None):
     return mod
 
 
-def build_model(model, out=None, progress=None, form: str = "auto"):
+def module_of_sources(files: dict, manifest: dict, label: str):
+    """``(module, manifest)`` of a model's sources: compiled through symgen.pipeline.compile's cache (nothing when
+    this platform built them before) and imported; the manifest gains the module's name and file.  What
+    :func:`build_model` and a sweep's workers (symgen.sweeps) run; needs neither sympy nor jinja2."""
+    name = manifest["name"]
+    mod, modname, so = build_module(name, files, label, compile_only=[f"{name}.c"], parts=manifest.get("parts"))
+    return mod, dict(manifest, module=modname, so=so.name), so
+
+
+def module_name_of(files: dict, manifest: dict) -> str:
+    """The module name :func:`module_of_sources` gives these sources (the compile cache's key)."""
+    name = manifest["name"]
+    return module_key(name, files, compile_only=[f"{name}.c"], parts=manifest.get("parts"))
+
+
+def build_model(model, out=None, progress=None, form: str = "auto", stages=None):
     """Generate, compile (through the cache) and load a model.  With ``out``, also write
     ``out/<name>/`` as an importable package (sources, module, manifest.json, __init__.py).  ``form``: which
-    form the dynamics take (:func:`symgen.build`)."""
+    form the dynamics take (:func:`symgen.build`).  ``progress(text)`` receives one line per stage;
+    ``stages(stage, **facts)`` the same as data, for callers that print their own lines (the CLI): ``generate``
+    (files, kb, seconds), ``compile`` (module, seconds, hit), ``warning`` (text), ``install`` (target, seconds)."""
     from ..runtime import MultibodyModel
     from ..algorithms.soa import FORMS
     from ..runtime.checks import singular_hinges, singular_message
@@ -52,23 +69,29 @@ def build_model(model, out=None, progress=None, form: str = "auto"):
     if form not in FORMS:
         raise ValueError(f"symgen.build: form must be one of {', '.join(map(repr, FORMS))}, not {form!r}")
     say = progress or (lambda s: None)
+
+    def done(stage, text, **facts):
+        say(text)
+        if stages is not None:
+            stages(stage, **facts)
+
     t = time.perf_counter()
     files, manifest = cached_model_sources(model, form)
-    manifest = dict(manifest)
-    say(f"generate  {len(files)} files, {sum(len(v) for v in files.values()) / 1024:.1f} kB of C "
-        f"in {time.perf_counter() - t:.2f} s")
+    kb, seconds = sum(len(v) for v in files.values()) / 1024, time.perf_counter() - t
+    done("generate", f"generate  {len(files)} files, {kb:.1f} kB of C in {seconds:.2f} s",
+         files=len(files), kb=kb, seconds=seconds)
     t = time.perf_counter()
     compiles = stats["compiles"]
-    mod, name, so = build_module(manifest["name"], files, f"model {model.name} ({model.source})",
-                                 compile_only=[f"{manifest['name']}.c"], parts=manifest.get("parts"))
-    say(f"compile   {name} in {time.perf_counter() - t:.2f} s" + (" (cache hit)" if stats["compiles"] == compiles else ""))
-    manifest["module"], manifest["so"] = name, so.name
+    mod, manifest, so = module_of_sources(files, manifest, f"model {model.name} ({model.source})")
+    hit, seconds = stats["compiles"] == compiles, time.perf_counter() - t
+    done("compile", f"compile   {manifest['module']} in {seconds:.2f} s" + (" (cache hit)" if hit else ""),
+         module=manifest["module"], seconds=seconds, hit=hit)
     singular = singular_hinges(MultibodyModel(mod, manifest))
     manifest["singular_hinges"] = [h for h, _, _ in singular]
     messages = singular_message(singular)
     manifest["warnings"] = manifest["warnings"] + messages
     for w in messages:
-        say(f"warning   {w}")
+        done("warning", f"warning   {w}", text=w)
     fast = fastcall_module(say)
     path = so
     if out is not None:
@@ -77,7 +100,8 @@ def build_model(model, out=None, progress=None, form: str = "auto"):
         with step("install", str(target)):
             _install_package(target, files, so, manifest, fast)
         path = target / so.name
-        say(f"install   {target} in {time.perf_counter() - t:.2f} s")
+        seconds = time.perf_counter() - t
+        done("install", f"install   {target} in {seconds:.2f} s", target=target, seconds=seconds)
     return MultibodyModel(mod, manifest, path=path, fastcall=fast)
 
 
