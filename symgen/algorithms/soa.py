@@ -480,7 +480,7 @@ def atbi_accelerations(T, bodies, kin, step, alpha0):
     return udot, alpha
 
 
-def atbi(T: Tape, bodies, nu: int, io):
+def atbi(T: Tape, bodies, n_u: int, io):
     """ATBI forward dynamics over all bodies, straight-line: Udot from (Q, U, T, f_ext, g)."""
     u, Tin = io.u(T), io.tau(T)
     T.comment("kinematics base to tip: X_pb, H, V, a (Coriolis), b (gyroscopic)")
@@ -559,7 +559,7 @@ def rnea_tip(T, b: BodyInfo, K, f, f_children, udot):
     return tau, None if b.root else phi(T, K["R"], K["l"], f)
 
 
-def rnea(T: Tape, bodies, nu: int, io):
+def rnea(T: Tape, bodies, n_u: int, io):
     """Newton-Euler inverse dynamics over all bodies, straight-line: T from (Q, U, Udot, f_ext, g)."""
     u, udot = io.u(T), io.tau(T)
     T.comment("kinematics base to tip: X_pb, H, V, a (Coriolis), b (gyroscopic)")
@@ -659,16 +659,16 @@ def _ancestors(bodies, b):
     return out
 
 
-def crba(T: Tape, bodies, nu: int, io):
+def crba(T: Tape, bodies, n_u: int, io):
     """Composite rigid body mass matrix (nU x nU), straight-line: the composite inertias tip to base
     (:func:`crba_composite`), then each body's columns F = Ic H walked up its ancestors j (:func:`crba_rows`,
     :func:`crba_up`): M[j, b] = M[b, j]^T = H_j^T F."""
     related = sum(b.nu * (a.nu if a is not b else 0) for b in bodies for a in _ancestors(bodies, b)) * 2 \
         + sum(b.nu * b.nu for b in bodies)
     # a fill loop first when at least 40% of M is structural zeros (one loop beats a store per zero there)
-    fill = 5 * (nu * nu - related) >= 2 * nu * nu
+    fill = 5 * (n_u * n_u - related) >= 2 * n_u * n_u
     if fill:
-        T.fill_zeros("out", nu * nu, "structural zeros; the rest follows")
+        T.fill_zeros("out", n_u * n_u, "structural zeros; the rest follows")
     T.comment("kinematics base to tip: X_pb, H")
     kin = [dict(zip(("R", "l", "H"), joint(T, b)[:3])) for b in bodies]
     T.comment("composite inertias tip to base: (m, h, J)c = (m, h, J) + sum phi (m, h, J)c_child phi^T")
@@ -685,7 +685,7 @@ def crba(T: Tape, bodies, nu: int, io):
             for c, v in enumerate(row):
                 r_, c_ = j.u0 + r, b.u0 + c
                 for rr, cc in ((r_, c_), (c_, r_)) if r_ != c_ else ((r_, c_),):
-                    T.store(io.out(rr * nu + cc), v)
+                    T.store(io.out(rr * n_u + cc), v)
                     done.add((rr, cc))
     for b in bodies:
         if not b.nu:
@@ -697,7 +697,7 @@ def crba(T: Tape, bodies, nu: int, io):
             store(j, b, crba_rows(T, j, kin[j.k], F))
     assert len(done) == related
     if not fill:
-        for r in range(nu):
-            for c in range(nu):
+        for r in range(n_u):
+            for c in range(n_u):
                 if (r, c) not in done:
-                    T.store(io.out(r * nu + c), 0.0)
+                    T.store(io.out(r * n_u + c), 0.0)

@@ -716,7 +716,7 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
 
     def trace(key, fn):
         run, kept = partial(fn, io=io), []
-        lines = _trace_function(lambda T, bodies, nu: run(T, parametric_bodies(T, bodies, L), nu), bodies, L.nu,
+        lines = _trace_function(lambda T, bodies, n_u: run(T, parametric_bodies(T, bodies, L), n_u), bodies, L.nu,
                                 _HingeCalls(layout, slugs), kept)
         tapes[key] = kept[0]
         return lines
