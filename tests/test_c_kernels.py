@@ -254,11 +254,11 @@ def test_sg_sincos_within_two_ulp_of_libm(tmp_path, helper):
 
     import cffi
 
-    from symgen.codegen.render import environment
+    from symgen.codegen.render import environment, helper_files
 
     ffi = cffi.FFI()
     ffi.cdef("void many(int n, const double *x, double *s, double *c);")
-    src = environment().get_template(f"helpers/{helper}.c.jinja").render()
+    src = "".join(environment().get_template(f).render() for f in helper_files([helper]))
     name = f"_sg_{helper}_test"
     ffi.set_source(name, "#include <math.h>\n" + src + "\n" + _SINCOS_DRIVERS[helper] + "\n",
                    extra_compile_args=["-O3"])   # strictness: the files that include it are checked elsewhere

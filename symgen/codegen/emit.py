@@ -7,7 +7,7 @@ function with the fixed signature ``(const double *q, const double *u, const dou
 
 1. trig hoisting: each ``sin(a)`` / ``cos(a)`` becomes a named constant computed once
    (``s_q0 = sin(q[0])``); a sine and cosine of the same angle come from one ``sg_sincos`` call (one
-   shared range reduction, ``templates/helpers/sincos.c.jinja``);
+   shared range reduction, ``templates/helpers/sincos.c``);
 2. one joint common-subexpression pass (``sympy.cse``) over all outputs of the kernel;
 3. zeros and constants folded: an output that is a number is written as a literal;
 4. printing with :class:`SgCPrinter` (C99, ``q_i -> q[i]``, ``u_i -> u[i]``, ``P_ij -> p[6 i + j]``,

@@ -37,6 +37,23 @@ def _batch_lines(k: emit.CKernel, nq: int, nu: int) -> list:
     return ["for (i = 0; i < n; ++i)", f"    {k.c_name}({args});"]
 
 
+#: helpers that need others printed before them
+HELPER_NEEDS = {"sincos_n": ("sincos",)}
+
+
+def helper_files(names, template_path: Path | None = None) -> list:
+    """The template files of C helpers, in print order: ``helpers/<name>.c`` (plain C) or, where the helper is
+    printed with model numbers, ``helpers/<name>.c.jinja``; a helper's needs come first, each once."""
+    tdir = Path(template_path) if template_path else templates_dir()
+    order = []
+    for name in names:
+        for n in (*HELPER_NEEDS.get(name, ()), name):
+            if n not in order:
+                order.append(n)
+    return [f"helpers/{n}.c" if (tdir / "helpers" / f"{n}.c").exists() else f"helpers/{n}.c.jinja"
+            for n in order]
+
+
 def hinge_spec_object(h, kernels: list, slug: str) -> dict:
     """Everything the hinge templates print, as plain data."""
     helpers = sorted(set().union(*(k.helpers for k in kernels)))
@@ -70,6 +87,7 @@ def render_hinge(h, slug: str | None = None, kernels: list | None = None, templa
                     raise ValueError(f"{h.spec.label()}: Stumpff order above {MAX_STUMPFF_ORDER} in {k.name}")
     env = environment(template_path)
     spec = hinge_spec_object(h, kernels, slug)
+    spec["helpers"] = helper_files(spec["helpers"], template_path)
     with progress.step("render", f"{slug}.c"):
         return env.get_template("hinge.h.jinja").render(**spec), env.get_template("hinge.c.jinja").render(**spec), kernels
 
@@ -90,6 +108,7 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
     spec = {"name": name, "guard": f"SG_MODEL_{name.upper()}_H", "symgen_version": __version__,
             "sympy_version": sympy.__version__, "source": Path(model.source).name if model.source else "<memory>",
             "hinge_sources": sorted({f"{s}.c" for s in slugs.values()} | {f"{d['slug']}.c" for d in loops}), "body_table": table, **pieces}
+    spec["model_helpers"] = helper_files(pieces["model_helpers"], template_path)
     env = environment(template_path)
     size = {0: 0, **pieces["part_lines"]}     # the parts' weights (symgen.codegen.emit); part 0: the rest of the file
     with progress.step("render", f"{name}.c"):

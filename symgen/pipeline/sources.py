@@ -42,7 +42,7 @@ def _render_fingerprint(template_path=None) -> str:
     here = package_dir() / "codegen"
     tdir = Path(template_path) if template_path else templates_dir()
     h = hashlib.sha256()
-    for f in [here / "emit.py", here / "render.py", *sorted(tdir.rglob("*.jinja"))]:
+    for f in [here / "emit.py", here / "render.py", *sorted(f for f in tdir.rglob("*") if f.is_file())]:
         h.update(f.name.encode() + f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -284,7 +284,7 @@ def _package_fingerprint() -> str:
 
     here = package_dir()
     h = hashlib.sha256(metadata.version("sympy").encode())
-    for f in sorted(here.rglob("*.py")) + sorted(templates_dir().rglob("*.jinja")):
+    for f in sorted(here.rglob("*.py")) + sorted(f for f in templates_dir().rglob("*") if f.is_file()):
         h.update(str(f.relative_to(here)).encode() + f.read_bytes())
     return h.hexdigest()[:16]
 

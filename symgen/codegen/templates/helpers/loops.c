@@ -133,7 +133,7 @@ static int sg_psd_solve(int n, double *A, const double *b, double tol, double *x
     }
     for (i = 0; i < n; ++i) x[i] = 0.0;
     {
-        double y[{{ max_nc }}];
+        double y[SG_LOOP_MAX_NC];
         for (i = 0; i < rank; ++i) {                                  /* L y = P b */
             double s = b[piv[i]];
             for (k = 0; k < i; ++k) s -= A[i * n + k] * y[k];

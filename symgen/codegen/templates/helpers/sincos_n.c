@@ -1,5 +1,3 @@
-{% include "helpers/sincos.c.jinja" %}
-
 #ifndef SG_HELPER_SINCOS_N
 #define SG_HELPER_SINCOS_N
 /* sc[2i] = sin x[i], sc[2i+1] = cos x[i] for i < n: a model's hinge angles in one loop the compiler can
