@@ -376,8 +376,12 @@ def test_runtime_loads_a_built_model_without_sympy_or_jinja2(built_model):
 
 #: the modules that write C: the tape's printers, the kernel and model emitters, the per-kind form's drivers,
 #: the template layer, the ABI's #defines, the C toolchain
-CODEGEN = {"symgen.ir.tape", "symgen.codegen.emit", "symgen.codegen.render", "symgen.codegen.perkind", "symgen.abi.layout",
-           "symgen.pipeline.compile"}
+CODEGEN = {"symgen.ir", "symgen.codegen", "symgen.abi", "symgen.pipeline.compile"}
+
+
+def _writes_c(name: str) -> bool:
+    """A module of the code-generation layer: one of CODEGEN's rooms or modules, or inside one."""
+    return any(name == c or name.startswith(c + ".") for c in CODEGEN)
 _C_TEXT = [re.compile(p) for p in (r"\bdouble\s*\*?\s*[A-Za-z_]\w*\s*[\[=;,)]",   # a C declaration
                                     r"[\w\])]\s*;\s*(/\*.*\*/)?\s*$",                # a statement's end
                                     r"\breturn\s+[\w(]+[^.]*;",                    # a C return
@@ -404,7 +408,7 @@ def test_no_c_text_outside_the_code_generation_layer():
     for loop, an include): the algorithms (symgen.algorithms.soa, the hinge and model layers, the runtime, ...) trace
     on the tape or compute, and the printers write C."""
     found = {name: _c_text(path) for name, (path, _) in _modules(PACKAGE).items()
-             if name not in CODEGEN}
+             if not _writes_c(name)}
     assert not {k: v for k, v in found.items() if v}, found
     # the check finds C where there is some (so it cannot pass by matching nothing): the per-kind form's loops,
     # the model emitter's kernel calls, the tape's printers (declarations, routine calls, returns)

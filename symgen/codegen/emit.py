@@ -27,6 +27,7 @@ from sympy.printing.c import C99CodePrinter
 
 from ..hinges.derive import NEEDS_U, Hinge
 from ..symbolic.spatial import stumpff
+from .plan import model_batches
 
 #: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
 C_KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "coord_map_dot", "bias", "pose_gradient",
@@ -432,10 +433,10 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     def cast(lines):
         casts = void_unused(("q", "u", "p", "out"), lines)
         return ([casts] if casts else []) + lines
+    frames = _frame_tables(model, index)
     return {"nb": nb, "nq": nq, "nu": nu, "block": B, "pose_size": ML.poses.size, "pinv_offset": ML.body_const["pinv"], **dyn,
             "size_defines": ML.c_defines(f"sg_{name}"),
-            # M reads p only for a parametric build's theta: then one p per state, else one shared (unread) p
-            "mm_batch_p": f"p + (long)i * {ML.params.size}" if ML.theta_blocks else "p",
+            "batches": model_batches(ML, nq, nu, nb, nb * B, frames["n_frames"], dyn["lanes"], bool(loops)),
             "theta_table": ([f"static const double sg_{name}_theta0[{len(theta0)}] = {_c_array(theta0)};  "
                              "/* the parameters' values in the model file */"] if theta0 else []),
             "theta_init": ([f"for (i = 0; i < {len(theta0)}; ++i) p[{ML.params['theta']} + i] = sg_{name}_theta0[i];"]
@@ -447,7 +448,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "qdot_lines": cast(qdot_lines), "sanitize_lines": cast(sanitize_lines),
             "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
-            "frame_poses_lines": fk["frame_poses"], **_frame_tables(model, index),
+            "frame_poses_lines": fk["frame_poses"], **frames,
             **emit_loops(model, layout, slugs, index, name, ML, list(loops))}
 
 

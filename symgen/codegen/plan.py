@@ -1,0 +1,112 @@
+"""Records of the C the model printer writes, between the traced algorithms and the templates.
+
+The model's batched entry points are the same loop sixteen times over: call the one-state function once per
+state, each argument either advanced by its own stride or shared by every state, with a status to pass on and,
+for FD, ID and M, the lane form running full blocks of SG_W states first.  A :class:`CBatch` says that once per
+entry point, as data; :func:`model_batches` lists them from the model's sizes (symgen.abi.layout), and the
+template prints every record with one loop (``templates/model.c.jinja``).  No C text is decided in the
+template: the parameter list and the call are the record's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CArg:
+    """One pointer argument of a batched C function: ``stride`` doubles per state, or shared (0)."""
+
+    name: str
+    stride: int = 0
+    const: bool = True
+    ctype: str = "double"
+
+    @property
+    def decl(self) -> str:
+        return f"{'const ' if self.const else ''}{self.ctype} *{self.name}" if self.ctype == "double" else \
+            f"{self.ctype} {self.name}"
+
+    @property
+    def per_state(self) -> str:
+        return f"{self.name} + (long)i * {self.stride}" if self.stride else self.name
+
+
+@dataclass(frozen=True)
+class CLanes:
+    """The lane form a batch runs first (full blocks of SG_W states): which kind (fd, id, mm), the p it takes
+    for the block, its output size per state, and the status handling (FD)."""
+
+    kind: str
+    p_arg: str
+    out_size: int
+    assign: str = ""
+    check: str = ""
+
+
+@dataclass(frozen=True)
+class CBatch:
+    """``sg_<m>_<verb>_batch(int n, args...)``: the one-state function ``scalar`` for states 0..n-1.
+    ``status``: the one-state function returns 0 or body + 1, the batch returns ``i * (nb + 1) + s`` for the
+    first state i that fails (``nb + 1`` is ``status``), else 0; 0 for a void function."""
+
+    verb: str
+    args: tuple
+    status: int = 0
+    lanes: CLanes | None = None
+
+    def name(self, model: str) -> str:
+        return f"sg_{model}_{self.verb}_batch"
+
+    def scalar(self, model: str) -> str:
+        return f"sg_{model}_{self.verb}"
+
+    @property
+    def ret(self) -> str:
+        return "int" if self.status else "void"
+
+    @property
+    def params(self) -> str:
+        return ", ".join(a.decl for a in self.args)
+
+    @property
+    def call(self) -> str:
+        return ", ".join(a.per_state for a in self.args)
+
+
+def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: int, lanes: dict,
+                  loops: bool) -> list:
+    """Every batched entry point of a model, in print order.  ``L``: the model's ModelLayout; ``lanes``: the lane
+    functions FD, ID and M have (symgen.codegen.emit.emit_lanes)."""
+    q, u = CArg("q", nq), CArg("u", nu)
+    u0, p0 = CArg("u"), CArg("p")
+    out = lambda n: CArg("out", n, const=False)  # noqa: E731
+    frame = CArg("f", ctype="int")
+    status = nb + 1
+    p_tree = CArg("p", L.params.size)
+    mm_p = p_tree if L.theta_blocks else p0           # M reads p only for a parametric build's theta
+    fd_lanes = CLanes("fd", p_tree.per_state, nu, "int s = ", f"if (s) return (int)(i * {status} + s);") \
+        if lanes.get("fd") else None
+    batches = [
+        CBatch("forward_dynamics", (q, u, p_tree, out(nu)), status, fd_lanes),
+        CBatch("atbi_matrices", (q, u, p_tree, out(L.mats.size * L.nb)), status),
+        CBatch("inverse_dynamics", (q, u, p_tree, out(nu)), 0,
+               CLanes("id", p_tree.per_state, nu) if lanes.get("id") else None),
+        CBatch("mass_matrix", (q, u, mm_p, out(nu * nu)), 0,
+               CLanes("mm", mm_p.per_state, nu * nu) if lanes.get("mm") else None),
+        CBatch("poses", (q, u0, p0, out(nb * L.poses.size))),
+        CBatch("body_jacobian", (q, u0, p0, out(6 * nu))),
+        CBatch("frame_poses", (q, out(16 * n_frames))),
+        CBatch("frame_pose", (q, frame, out(16))),
+        CBatch("frame_jacobian", (q, frame, out(6 * nu))),
+        CBatch("frame_velocity", (q, u, frame, out(6))),
+        CBatch("kinematics", (q, u, p0, out(kinematics_size))),
+        CBatch("qdot", (q, u, p0, out(nq))),
+        CBatch("sanitize", (q, u0, p0, out(nq))),
+    ]
+    if loops:
+        batches += [
+            CBatch("loop_errors", (q, u, CArg("p", nu), out(L.loop_errors_size))),
+            CBatch("loop_jacobian", (q, u, p0, out(L.loop_jacobian.size))),
+            CBatch("ta_forward_dynamics", (q, u, CArg("p", L.ta_params.size), out(L.ta_out.size)), status),
+        ]
+    return batches
