@@ -210,37 +210,6 @@ def test_per_kind_form_for_large_models_equals_straight_line(tree, monkeypatch):
         assert_close(per_kind.mass_matrix(q), tree.mass_matrix(q), 1e-12, "M per-kind")
 
 
-def test_avx2_copies_give_the_baseline_bits():
-    """Long straight-line FD, ID and M are compiled twice, for the baseline ISA and for AVX2 (picked at load
-    time; templates/model.c.jinja, symgen.algorithms.soa.AVX2_COPY_MIN_LINES); AVX2 without FMA rounds the same, so the
-    humanoid's module as built and one built with -DSG_NO_CLONES (baseline only) agree bitwise.  On a CPU
-    without AVX2 both run the baseline copy; a short model (arm7) gets no copy."""
-    from symgen.pipeline.compile import OPT_FLAGS, build_module
-    from symgen.model import load_model
-    from symgen.runtime import MultibodyModel
-    from symgen.pipeline.sources import cached_model_sources
-
-    path = ROOT / "examples" / "models" / "humanoid.urdf"
-    mb = symgen.build(str(path), floating_base=True)
-    files, manifest = cached_model_sources(load_model(str(path), floating_base=True))
-    assert files[f"{manifest['name']}.c"].count("SG_CLONES int sg_") == 1
-    arm = cached_model_sources(load_model(str(ROOT / "examples" / "models" / "arm7.urdf")))[0]
-    assert not any("SG_CLONES int sg_" in text for text in arm.values())
-    mod, name, so = build_module(manifest["name"], files, "baseline only", flags=OPT_FLAGS + ("-DSG_NO_CLONES",),
-                                 compile_only=[f"{manifest['name']}.c"])
-    base = MultibodyModel(mod, dict(manifest, module=name, so=so.name), path=so)
-    assert Path(base.path) != Path(mb.path)
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists() and " avx2" in cpuinfo.read_text():
-        assert b"_forward_dynamics.avx2" in Path(mb.path).read_bytes()   # the copy exists and runs here
-    rng = np.random.default_rng(12)
-    Q = mb.sanitize(rng.uniform(-2.0, 2.0, (50, mb.nq)))
-    U, T = rng.normal(size=(50, mb.nu)), rng.normal(size=(50, mb.nu))
-    np.testing.assert_array_equal(mb.forward_dynamics(Q, U, T), base.forward_dynamics(Q, U, T))
-    np.testing.assert_array_equal(mb.inverse_dynamics(Q, U, T), base.inverse_dynamics(Q, U, T))
-    np.testing.assert_array_equal(mb.mass_matrix(Q), base.mass_matrix(Q))
-
-
 def test_preallocated_outputs_and_fast_path(tree):
     """out= is filled and returned; the single-state fast path (C-contiguous float64 vectors) agrees bitwise
     with the general path (lists, strided views, batches of one); gravity edits reach both."""

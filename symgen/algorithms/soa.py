@@ -42,12 +42,6 @@ CRBA_UNROLL_LIMIT = 1200
 #: above this many lines of straight-line forward dynamics (about 55 PIN bodies), forward and inverse
 #: dynamics take the per-kind form (a C compiler's time grows faster than a function's length)
 STRAIGHT_LINE_LIMIT = 10000
-#: from this many lines of straight-line forward dynamics the straight-line FD, ID and M get an AVX2 copy
-#: picked at load time (templates/model.c.jinja); shorter functions gain nothing from it and would only
-#: compile twice
-AVX2_COPY_MIN_LINES = 2000
-#: ... except a function longer than this, whose second copy costs more compile time than it saves
-AVX2_COPY_MAX_LINES = 6000
 #: from this many lines a straight-line function is compiled as a translation unit of its own, in parallel
 #: with the rest of the model (symgen.build; a C program still compiles the model's one .c file)
 SPLIT_MIN_LINES = 800

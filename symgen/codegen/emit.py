@@ -621,20 +621,17 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> d
     fd = traced["fd"] or [f"return sg_{name}_fd_per_kind(q, u, p, out, 0);"]
     mats = drivers.get("mats") or [f"double udot[{max(L.nu, 1)}];", f"return sg_{name}_fd_per_kind(q, u, p, udot, out);"]
     id_, mm = traced["id"] or drivers["id"], traced["mm"] or drivers["mm"]
-    # AVX2 copies for models with long straight-line FD, for each function that is not too long to compile twice
-    clones = traced["fd"] is not None and len(traced["fd"]) >= soa.AVX2_COPY_MIN_LINES
-    cloned = {k: bool(clones and traced[k] and len(traced[k]) <= soa.AVX2_COPY_MAX_LINES) for k in ("fd", "id", "mm")}
     # long functions are compiled as translation units of their own, in parallel (templates/model.c.jinja)
     long_ = lambda lines: len(lines) >= soa.SPLIT_MIN_LINES  # noqa: E731
     parts = {"fd": 1 if long_(fd) else 0, "id": 2 if long_(id_) else 0, "mm": 3 if long_(mm) else 0}
     # a lane function from soa.LANE_SPLIT_MIN_LINES is a translation unit of its own too (4, 5, 6), so that it
     # compiles beside its one-state twin instead of after it
-    # part_lines: the lines of the long functions in each part (an AVX2 copy counts twice), by which the build
+    # part_lines: the lines of the long functions in each part, by which the build
     # orders the parts, longest first (part 0, the rest of the file, is weighed by render)
     part_lines = {}
     for k, lines in (("fd", fd), ("id", id_), ("mm", mm)):
         if parts[k]:
-            part_lines[parts[k]] = len(lines) * (2 if cloned[k] else 1)
+            part_lines[parts[k]] = len(lines)
     for i, k in enumerate(("fd", "id", "mm")):
         if lanes[k]:
             lanes[k]["part"] = 4 + i if len(lanes[k]["lines"]) >= soa.LANE_SPLIT_MIN_LINES else parts[k]
@@ -646,7 +643,6 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> d
     return {"parts": parts, "part_lines": part_lines, "forms": forms, "lanes": lanes, "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
-            "dispatch": {k: "SG_CLONES " if cloned[k] else "" for k in ("fd", "id", "mm")},
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size}
 

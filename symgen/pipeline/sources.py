@@ -302,8 +302,8 @@ def cached_model_sources(model, form: str = "auto"):
     specs = [bind(b.hinge_type, **b.hinge_kwargs()).key() for b in model.bodies]
     specs += [bind(lc.hinge_type, **lc.hinge_kwargs()).key() for lc in model.loops]
     text = json.dumps([dataclasses.asdict(model), specs], sort_keys=True, default=str)
-    limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}|{soa.AVX2_COPY_MIN_LINES}"  # form choices
-              f"|{soa.AVX2_COPY_MAX_LINES}|{soa.SPLIT_MIN_LINES}|{soa.LANE_SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}")
+    limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}"  # form choices
+              f"|{soa.SPLIT_MIN_LINES}|{soa.LANE_SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}")
     key = hashlib.sha256((text + _package_fingerprint() + limits + f"|{form}").encode()).hexdigest()[:24]
     return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model, form), "sources",
                         f"model {model.name}" + ("" if form == "auto" else f" ({form} form)"))
