@@ -154,3 +154,22 @@ def test_build_hinges_cli_cold_and_warm(tmp_path):
     assert out.returncode == 0, out.stderr
     val, n = out.stdout.split()
     assert abs(float(val) - np.cos(0.5)) < 1e-16 and int(n) == len(symgen.HINGE_TYPES)
+
+
+@pytest.mark.parametrize("body, warning", [
+    ("static void unused(void) {}\nint f(void) { return 0; }\n", "unused-function"),
+    ("int f(int x) { if (x) return 1; }\n", "return-type"),
+    ("int f(void) { int z; return z; }\n", "uninitialized"),
+    ("int f(void) { int a[0]; (void)a; return 0; }\n", "pedantic"),
+])
+def test_the_strict_check_stops_early_but_misses_no_warning(tmp_path, body, warning):
+    """symgen.pipeline.compile.strict_check stops after the middle end (STRICT_STOP) and still reports what a full
+    -O0 compile with the strict flags reports: an unused static function, a missing return, an uninitialized
+    value, a pedantic error."""
+    from symgen.pipeline.compile import BuildError, strict_check
+
+    (tmp_path / "w.c").write_text(body)
+    with pytest.raises(BuildError, match=warning):
+        strict_check(tmp_path / "w.c", "test")
+    (tmp_path / "ok.c").write_text("int f(int x) { return x; }\n")
+    strict_check(tmp_path / "ok.c", "test")

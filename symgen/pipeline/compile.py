@@ -106,12 +106,20 @@ def _first_error_lines(text: str, n: int = 8) -> str:
     return "\n".join(lines[max(0, start - 1):start + n])
 
 
+#: the strict check stops after the compiler's middle end where it can: with -flto, GCC and clang write the
+#: intermediate code instead of machine code, after every warning -O0 gives (unused functions, return type,
+#: uninitialized values: the call graph has run) at a third of the CPU time (humanoid: 0.47 s instead of 1.3 s);
+#: -fsyntax-only would stop before the call graph and miss them.  Compilers without -flto get a full -O0 compile.
+STRICT_STOP = ("-flto",)
+
+
 def strict_check(path: Path, label: str, cc=None) -> None:
-    """Compile one C file with the strict flags (a full compile without optimization: -fsyntax-only would
-    miss warnings such as unused functions); BuildError on failure."""
+    """Compile one C file with the strict flags (:data:`STRICT_STOP`); BuildError on failure."""
     cc = cc or compiler()
     cmd = [*cc, *STRICT_FLAGS, "-c", str(path), "-o", os.devnull]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent)
+    out = subprocess.run([*cc, *STRICT_STOP, *cmd[len(cc):]], capture_output=True, text=True, cwd=path.parent)
+    if out.returncode != 0 and any(flag in out.stderr for flag in STRICT_STOP):   # the compiler refuses -flto
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent)
     if out.returncode != 0:
         raise BuildError(f"{label}: {path.name} does not compile with {' '.join(STRICT_FLAGS)}:\n"
                          f"{_first_error_lines(out.stderr)}")
