@@ -288,3 +288,19 @@ def test_progress_bars_on_a_cold_build(tmp_path, monkeypatch):
     total = sum(s.seconds for s in report.stages.values())
     assert 0.9 * wall < total <= wall, (total, wall)
     assert report.stages["compile"].items == 1 and report.stages["compile"].hits == 0
+
+
+def test_cli_build_reports_a_singular_hinge_as_a_warning(tmp_path):
+    """build_model's stages reach the CLI as data: a singular-hinge warning is printed as a warning (it once
+    crashed the stage callback), and the build still succeeds."""
+    import subprocess
+    import sys
+
+    (tmp_path / "massless.yaml").write_text(
+        "name: massless\nbodies:\n"
+        "  - {name: a, parent: newtonian, hinge: {type: PIN}, mass: 1.0, inertia: [0.1, 0.1, 0.1, 0, 0, 0]}\n"
+        "  - {name: b, parent: a, hinge: {type: PIN}, mass: 0.0, inertia: [0, 0, 0, 0, 0, 0]}\n")
+    out = subprocess.run([sys.executable, "-m", "symgen", "build", str(tmp_path / "massless.yaml"), "--out",
+                          str(tmp_path / "gen")], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "warning" in out.stderr and "'b'" in out.stderr, out.stderr
