@@ -70,8 +70,8 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None)
         raise ValueError(f"symgen.build: form must be one of {', '.join(map(repr, FORMS))}, not {form!r}")
     say = progress or (lambda s: None)
 
-    def done(stage, text, **facts):
-        say(text)
+    def done(stage, line, **facts):
+        say(line)
         if stages is not None:
             stages(stage, **facts)
 
