@@ -243,7 +243,7 @@ def test_installed_package_ships_the_compiled_calls(tmp_path):
 
 class _Module:
     def __init__(self, mb):
-        self.lib, self.ffi = mb._lib, mb._ffi
+        self.lib, self.ffi = mb.binding.lib, mb.binding.ffi
 
 
 def test_large_model_fallbacks_equal_the_walk(monkeypatch):

@@ -66,11 +66,6 @@ class MultibodyModel:
         #: closed chains: the loop constraints (cut joints), in the manifest's order
         self.loops = tuple(_loops.LoopConstraint(self, i, info) for i, info in enumerate(manifest.get("loops", [])))
         self.loop_names = tuple(c.name for c in self.loops)
-        # temporary: the sibling rooms still reach these; they move to the binding's public API next
-        self._lib, self._ffi, self._states, self._buf, self._out = b.lib, b.ffi, b.states, b.buf, b.unbatch
-        self._p, self._fext, self._check_status, self._loop_gains = b.p, b.fext, b.check_status, b.loop_gains
-        self._poses, self._bodies, self._frame_data, self._dummy = b.poses, b.bodies, b.frame_data, b.nominal_p
-        self._g_buf = b.gravity_pointer(None)
         if fastcall is not None:                   # instance attributes: they shadow the methods (their fallbacks)
             for call in b.fast_calls(fastcall, {n: getattr(self, n) for n in ONE_STATE}):
                 setattr(self, call.__name__, call)
