@@ -235,9 +235,15 @@ def test_model_loaders_import_one_way():
 
 
 def test_runtime_rooms_import_one_way():
-    """runtime.model -> integrate, fit, f2f; none of those imports runtime.model."""
+    """runtime.model -> binding, integrate, fit, f2f, loops; none of those imports runtime.model (they get the
+    model, and through it its binding, as an argument).  The binding imports only the ABI, the foundation's
+    numpy math and runtime.parameters."""
     for room in ("symgen.runtime.integrate", "symgen.runtime.fit", "symgen.runtime.f2f"):
         assert EDGES[room] <= {"symgen.numeric"}, (room, EDGES[room])
+    assert EDGES["symgen.runtime.binding"] <= {"symgen.abi", "symgen.abi.layout", "symgen.numeric",
+                                               "symgen.runtime.parameters"}, EDGES["symgen.runtime.binding"]
+    inside = [m for m in EDGES if m.startswith("symgen.runtime.") and m != "symgen.runtime.model"]
+    assert "symgen.runtime.binding" in inside and not [m for m in inside if "symgen.runtime.model" in EDGES[m]]
 
 
 #: the rooms of symgen/, lowest first (ARCHITECTURE.md): a module imports only modules of its own room or of a
