@@ -355,9 +355,9 @@ _SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
     import symgen.runtime
-    from symgen.runtime import load_model
+    from symgen.runtime import load_built
 
-    mb = load_model(sys.argv[1])
+    mb = load_built(sys.argv[1])
     q, u = mb.neutral_q() + 0.1, np.full(mb.nu, 0.2)
     frame, hinge = mb.frame_names[-1], mb.hinge_names[0]
     mb.frame_pose(q, frame), mb.frame_poses(q), mb.jacobian(q, frame), mb.frame_velocity(q, u, frame)

@@ -304,7 +304,7 @@ class ModelBinding:
     # ---- one state
     # One state (q, u, ...: C-contiguous float64 vectors) takes a lean path: one C call on the arrays' memory
     # (sg_<model>_frame_* with the frame's index, the single-state dynamics), allocating only the result.
-    # Built models (symgen.build, load_model) put the compiled twin of this path in front of each method
+    # Built models (symgen.build, load_built) put the compiled twin of this path in front of each method
     # (fast_calls: the same C call without Python in between, for calls without keywords); its fallback is
     # the method, which tries one() and then the general path.  Anything else (lists, strided arrays,
     # batches) is converted and checked, then one C loop over the states calls the same per-state function:

@@ -395,7 +395,9 @@ def _load_fastcall(path: Path, manifest: dict):
     return sys.modules[name]
 
 
-def load_model(path) -> MultibodyModel:
-    """Load ``generated/<model>/`` (manifest.json + compiled module) without sympy or jinja2."""
+def load_built(path) -> MultibodyModel:
+    """Load a built model's folder, ``generated/<model>/`` (manifest.json + compiled module, as ``symgen.build(...,
+    out=)`` or ``python -m symgen build --out`` write it), without sympy or jinja2.  (A model *file* is read by
+    :func:`symgen.model.load_model`.)"""
     mod, manifest = load_generated(path)
     return MultibodyModel(mod, manifest, path=Path(path), fastcall=_load_fastcall(Path(path), manifest))
