@@ -8,40 +8,38 @@ every C call (one state, or a batch in one C loop).  Its public API (no leading 
 the other rooms of the runtime (:mod:`.loops`, :mod:`.integrate`, :mod:`.f2f`, :mod:`.parameters`,
 :mod:`.checks`) call:
 
-=============================  =========================================================================
-``lib``, ``ffi``               the cffi module (``sg_<name>_*`` functions) and its FFI
-``manifest``, ``name``         the manifest (manifest.json) and the model's C name
-``nq``, ``nu``, ``nb``         sizes; ``layout``: the :class:`ModelLayout` (offsets of every array)
-``body_names``,                bodies in C order; frames in index order (the C functions' frame argument)
-``frame_names``
-``Handle``                     this model's :class:`FrameHandle` type (a frame's index)
-``shape_q`` ... ``shape_poses``  one-state shapes (``shape_q``/``shape_u`` never match without Q or U)
-``one_state``                  the raw one-state C functions, by name (see :meth:`one`)
-``zero_u``, ``nominal_p``      pointers to U = 0 and to the p of calls that read only theta
-``gravity``, ``set_gravity``   the model's gravity (3,) (edit in place, or replace through ``set_gravity``)
-``param_nominal``,             a parametric build's parameters as the model file gives them, and every
-``body_props``                 body's (mass, com, inertia)
-``buf(a)``                     cffi ``double[]`` pointer to a float64 C-contiguous array (empty: a scratch one)
-``states(q, u)``               ``(single, Q, U)``: one state or a batch, checked and made (N, nQ) / (N, nU)
-``unbatch(single, a)``         ``a[0]`` for one state, ``a`` for a batch
-``check_out(out, shape, w)``   the caller's ``out=`` checked (float64, C-contiguous, writable, exact shape)
-``out_pointer(out, shape, w)`` the same, as a pointer (the one-state path)
-``frame_index(f)``, ``frame``  a frame (name or handle) -> its index; -> ``(body, R, p)`` of its placement
-``fext(n, f_ext)``             external forces -> body-frame wrenches (n, nb, 6)
-``gravity_vector(g)``,         gravity checked (3,); the one-state calls' gravity pointer (None: the model's)
-``gravity_pointer(g)``
-``loop_gains(baumgarte)``      Baumgarte's (omega_n, zeta) checked (zeros for None)
-``p(n, middle, ...)``          the dynamics' p = [g, tau or udot, f_ext, theta] for n states
-``check_status(status, w)``    a kernel's nonzero status -> ``LinAlgError`` naming the body and hinge
-``one(what, vecs, ...)``       one state: one C call on the arrays' memory, or None (take the batch path)
-``call_batch(kernel, ...)``    ``sg_<name>_<kernel>_batch(n, Q, U, P, out)`` -> ``(out, status)``
-``frame_query(kernel, ...)``   the batched frame queries (``frame_pose`` ... ``frame_velocity``)
-``dynamics(kernel, ...)``      batched forward / inverse dynamics with their p, checked
-``bodies(Q, U)``, ``poses(Q)``  every body's (R, p, J, Jdot) / (R, p), decoded from the layout
-``frame_data(Q, U, frame)``    a frame's (R, p, J, Jdot) for every state
-``rollout(...)``               the raw ``sg_<name>_rollout`` call (:func:`.integrate.rollout`)
-``fast_calls(ext, methods)``   the compiled one-state calls (symgen/runtime/fastcall.c) in front of methods
-=============================  =========================================================================
+Data (read-only by convention):
+
+* ``lib``, ``ffi``: the cffi module (its ``sg_<name>_*`` functions) and its FFI; ``manifest``, ``name``;
+* ``nq``, ``nu``, ``nb``; ``layout``: the :class:`ModelLayout` (offsets of every exchanged array);
+* ``body_names`` (C order), ``frame_names`` (index order: the C functions' frame argument), ``Handle``
+  (this model's :class:`FrameHandle` type);
+* ``shape_q``, ``shape_u``, ``shape_J``, ``shape_M``, ``shape_poses``: one-state shapes (``shape_q`` and
+  ``shape_u`` never match on a model without Q or U, which turns the one-state path off);
+* ``one_state``: the raw one-state C functions by name (``forward_dynamics``, ``inverse_dynamics``,
+  ``mass_matrix``, ``frame_pose``, ``frame_poses``, ``frame_jacobian``, ``frame_velocity``, and
+  ``ta_forward_dynamics`` with loops); ``zero_u``, ``nominal_p``: pointers to U = 0 and to the p of calls
+  that read at most theta;
+* ``gravity`` (3,), edited in place or replaced by ``set_gravity(g)``; ``param_nominal``, ``body_props``: a
+  parametric build's parameters and every body's (mass, com, inertia) as the model file gives them.
+
+Calls:
+
+* ``buf(a)``: cffi ``double[]`` pointer to a float64 C-contiguous array (a scratch zero when empty);
+* ``states(q, u=None)`` -> ``(single, Q, U)``, checked, (N, nQ) / (N, nU); ``unbatch(single, a)``: ``a[0]``
+  for one state, else ``a``;
+* ``check_out(out, shape, what)``: the caller's ``out=`` checked; ``out_pointer(...)``: the same as a pointer;
+* ``frame_index(frame)``, ``frame(frame)`` -> index, ``(body, R, p)``; ``fext(n, f_ext)`` -> (n, nb, 6)
+  body-frame wrenches;
+* ``gravity_vector(g)``, ``gravity_pointer(g)``, ``loop_gains(baumgarte)``: argument checks;
+  ``p(n, middle, f_ext, gravity, params=None)``: the dynamics' p = [g, tau or udot, f_ext, theta];
+* ``check_status(status, what)``: a kernel's nonzero status -> ``LinAlgError`` naming the body and hinge;
+* ``one(what, vecs, shape, out, call)``: one state, one C call on the arrays' memory (None: not such vectors);
+* ``call_batch(kernel, Q, U, P, size, out=None)`` -> ``(out, status)``: ``sg_<name>_<kernel>_batch``;
+  ``frame_query(...)``: the batched frame queries; ``dynamics(...)``: batched forward / inverse dynamics;
+* ``bodies(Q, U)``, ``poses(Q)``, ``frame_data(Q, U, frame)``: kinematics decoded from the layout;
+* ``rollout(...)``: the raw ``sg_<name>_rollout`` call; ``fast_calls(ext, methods)``: the compiled one-state
+  calls (symgen/runtime/fastcall.c) in front of a model's methods.
 """
 from __future__ import annotations
 
