@@ -279,7 +279,7 @@ def bench_model(name, args, pin, pc, exe):
     P[:, L.ta_params.span("gravity")] = mb.gravity
     P[:, L.ta_params.span("tau")] = T
     out = np.zeros((n, L.ta_out.size))
-    ffi, lib = mb._ffi, mb._lib
+    ffi, lib = mb.binding.ffi, mb.binding.lib
     batch = getattr(lib, f"sg_{mb.name}_ta_forward_dynamics_batch")
     bufs = [ffi.from_buffer("double[]", a) for a in (Q, U, P)] + [ffi.from_buffer("double[]", out, require_writable=True)]
     assert batch(n, *bufs) == 0
@@ -320,7 +320,7 @@ def bench_model(name, args, pin, pc, exe):
     fb, dbl = ffi.from_buffer, ffi.typeof("double[]")
     pq, pu, pt = fb(dbl, q), fb(dbl, u), fb(dbl, tau)
     res_buf = np.empty(mb.nu)
-    po, g, null, ta1 = fb(dbl, res_buf), mb._g_buf, ffi.NULL, mb._ta1
+    po, g, null, ta1 = fb(dbl, res_buf), mb.binding.gravity_pointer(None), ffi.NULL, mb.binding.one_state["ta_forward_dynamics"]
     res["sym_cffi"] = med_us(lambda: ta1(pq, pu, g, pt, null, po), 20000, args.rounds)
     qp, v, tp = QP[0].copy(), V[0].copy(), TAU[0].copy()
     res["pin_py"] = med_us(lambda: pin.constraintDynamics(pm, pd, qp, v, tp, cms, cds, prox), 20000, args.rounds)

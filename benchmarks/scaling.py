@@ -8,7 +8,7 @@ Prints, per model, the generated C size (model translation unit plus included hi
 build time (``python -m symgen build`` in a new process with a fresh cache: load, derive, generate, compile
 at -O3, import) and the warm one (the same command again: a cache hit, Python's start and imports
 included), then, in one new process on the warm cache: ``pkg load`` the load of the installed package
-(``symgen.runtime.load_model`` of ``generated/<model>/``: manifest, module, no sympy), ``build warm`` a
+(``symgen.runtime.load_built`` of ``generated/<model>/``: manifest, module, no sympy), ``build warm`` a
 second ``symgen.build`` of the model file in that process (read the file, sources from the cache, module,
 the singular-hinge check), and ``fd ns/body`` the batched forward dynamics of 1000 random states per body
 per state (median of 7 rounds).  ``--robots`` takes the names of vs_pinocchio.py (``name[:floating]``);
@@ -54,9 +54,9 @@ def _build_cost(model: Path, name: str, tmp: Path, extra=()) -> dict:
 _LOAD_SCRIPT = r"""
 import json, statistics, sys, time
 pkg, model, floating = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
-from symgen.runtime import load_model
+from symgen.runtime import load_built
 t = time.perf_counter()
-mb = load_model(pkg)
+mb = load_built(pkg)
 pkg_s = time.perf_counter() - t
 import numpy as np
 import symgen

@@ -162,9 +162,9 @@ def _resolve_model(model, options: dict, param_names=()):
         found = sources_of_built(model)
         return model, (ModelSources(*found) if found else None)
     if isinstance(model, (str, os.PathLike)) and Path(model).is_dir():
-        from .runtime import load_model as load_generated
+        from .runtime import load_built
 
-        return _resolve_model(load_generated(model), {**options, **({"parameters": parameters} if parameters else {})})
+        return _resolve_model(load_built(model), {**options, **({"parameters": parameters} if parameters else {})})
     from .model import Model, load_model
     from .pipeline.sources import cached_model_sources
 

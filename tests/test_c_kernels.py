@@ -66,7 +66,7 @@ def test_kernels_given_sines_and_cosines(pair):
     args = hinge_trig_args(h)
     assert len(k.manifest["structure"]["trig_args"]) == len(args)
     if not args:
-        assert not any(hasattr(k._lib, f"sg_{k.manifest['slug']}_{n}_sc") for n in TRIG_KERNELS)
+        assert not any(hasattr(k.lib, f"sg_{k.manifest['slug']}_{n}_sc") for n in TRIG_KERNELS)
         return
     import sympy as sp
 
@@ -77,9 +77,9 @@ def test_kernels_given_sines_and_cosines(pair):
     for name in TRIG_KERNELS:
         want = getattr(k, name)(Q, U) if name in QU_KERNELS else getattr(k, name)(Q)
         got = np.empty_like(want)
-        fn = getattr(k._lib, f"sg_{k.manifest['slug']}_{name}_sc_batch")
-        fn(len(Q), k._ffi.from_buffer("double[]", Q), k._ffi.from_buffer("double[]", np.ascontiguousarray(U)),
-           k._ffi.from_buffer("double[]", P), k._ffi.from_buffer("double[]", got, require_writable=True))
+        fn = getattr(k.lib, f"sg_{k.manifest['slug']}_{name}_sc_batch")
+        fn(len(Q), k.ffi.from_buffer("double[]", Q), k.ffi.from_buffer("double[]", np.ascontiguousarray(U)),
+           k.ffi.from_buffer("double[]", P), k.ffi.from_buffer("double[]", got, require_writable=True))
         assert_close(got, want, 1e-12, f"{name}_sc vs {name}")
         ref = h.numeric(name)(Q, U) if name in QU_KERNELS else h.numeric(name)(Q)
         assert_close(got, ref, 1e-12, f"{name}_sc vs lambdify")

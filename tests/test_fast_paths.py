@@ -173,7 +173,7 @@ def test_compiled_one_state_calls_equal_the_python_paths(robot, tmp_path):
     """symgen.build and an installed package's load put the compiled one-state calls (runtime/fastcall.c) in
     front of the methods; a model loaded without them (the Python one-state path) and the batched path give
     the same numbers bitwise, gravity edits and replacements included."""
-    from symgen.runtime import MultibodyModel, load_model
+    from symgen.runtime import MultibodyModel, load_built
 
     mb = robot
     for name in ONE_STATE:
@@ -218,13 +218,13 @@ def test_compiled_one_state_calls_equal_the_python_paths(robot, tmp_path):
 
 
 def test_installed_package_ships_the_compiled_calls(tmp_path):
-    """``python -m symgen build --out`` writes the extension beside the model module; ``load_model`` of the
+    """``python -m symgen build --out`` writes the extension beside the model module; ``load_built`` of the
     package uses it (same numbers as symgen.build's model)."""
     import json
     import subprocess
     import sys
 
-    from symgen.runtime import load_model
+    from symgen.runtime import load_built
 
     path = MODELS / "double_pendulum.yaml"
     out = subprocess.run([sys.executable, "-m", "symgen", "build", str(path), "--out", str(tmp_path), "-q"],
@@ -233,7 +233,8 @@ def test_installed_package_ships_the_compiled_calls(tmp_path):
     pkg = tmp_path / "double_pendulum"
     info = json.loads((pkg / "manifest.json").read_text())["fastcall"]
     assert (pkg / info["so"]).exists()
-    mb, ref = load_model(pkg), symgen.build(str(path))
+    mb, ref = load_built(pkg), symgen.build(str(path))
+    assert not hasattr(symgen.runtime, "load_model")     # renamed load_built (symgen.model.load_model reads files)
     assert type(mb.forward_dynamics).__name__ == "Call"
     Q, U, A = _states(ref, 2, 9)
     for i in range(2):
@@ -243,7 +244,7 @@ def test_installed_package_ships_the_compiled_calls(tmp_path):
 
 class _Module:
     def __init__(self, mb):
-        self.lib, self.ffi = mb._lib, mb._ffi
+        self.lib, self.ffi = mb.binding.lib, mb.binding.ffi
 
 
 def test_large_model_fallbacks_equal_the_walk(monkeypatch):

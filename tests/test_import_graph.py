@@ -235,9 +235,15 @@ def test_model_loaders_import_one_way():
 
 
 def test_runtime_rooms_import_one_way():
-    """runtime.model -> integrate, fit, f2f; none of those imports runtime.model."""
+    """runtime.model -> binding, integrate, fit, f2f, loops; none of those imports runtime.model (they get the
+    model, and through it its binding, as an argument).  The binding imports only the ABI, the foundation's
+    numpy math and runtime.parameters."""
     for room in ("symgen.runtime.integrate", "symgen.runtime.fit", "symgen.runtime.f2f"):
         assert EDGES[room] <= {"symgen.numeric"}, (room, EDGES[room])
+    assert EDGES["symgen.runtime.binding"] <= {"symgen.abi", "symgen.abi.layout", "symgen.numeric",
+                                               "symgen.runtime.parameters"}, EDGES["symgen.runtime.binding"]
+    inside = [m for m in EDGES if m.startswith("symgen.runtime.") and m != "symgen.runtime.model"]
+    assert "symgen.runtime.binding" in inside and not [m for m in inside if "symgen.runtime.model" in EDGES[m]]
 
 
 #: the rooms of symgen/, lowest first (ARCHITECTURE.md): a module imports only modules of its own room or of a
@@ -349,9 +355,9 @@ _SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
     import symgen.runtime
-    from symgen.runtime import load_model
+    from symgen.runtime import load_built
 
-    mb = load_model(sys.argv[1])
+    mb = load_built(sys.argv[1])
     q, u = mb.neutral_q() + 0.1, np.full(mb.nu, 0.2)
     frame, hinge = mb.frame_names[-1], mb.hinge_names[0]
     mb.frame_pose(q, frame), mb.frame_poses(q), mb.jacobian(q, frame), mb.frame_velocity(q, u, frame)

@@ -35,7 +35,7 @@ def _reference(mb, n_states=3, seed=0):
     scale = max(float(np.abs(Mk).max()) for Mk in M) or 1.0
     rng = np.random.default_rng(seed)
     Q = mb.sanitize(rng.uniform(-2.0, 2.0, (n_states, mb.nq)))
-    R, p, J, _ = mb._bodies(Q, np.zeros((n_states, mb.nu)))
+    R, p, J, _ = mb.binding.bodies(Q, np.zeros((n_states, mb.nu)))
     found = []
     for k, b in enumerate(bodies):
         h = man["hinges"][b["hinge"]]
@@ -95,7 +95,7 @@ def built(request):
 def _assert_hinge_maps_are_jacobian_columns(mb):
     Q = mb.sanitize(np.random.default_rng(4).uniform(-2, 2, (2, mb.nq)))
     S, _, _ = hinge_maps(mb, Q)
-    _, _, J, _ = mb._bodies(Q, np.zeros((2, mb.nu)))
+    _, _, J, _ = mb.binding.bodies(Q, np.zeros((2, mb.nu)))
     for k, b in enumerate(mb.manifest["bodies"]):
         u0, u1 = mb.manifest["hinges"][b["hinge"]]["u"]
         np.testing.assert_allclose(S[:, :, u0:u1], J[:, k, :, u0:u1], rtol=0, atol=1e-12, err_msg=b["name"])

@@ -210,7 +210,7 @@ def test_cli_parametric_build_loads_without_sympy(tmp_path, parametric):
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "arm7" / "manifest.json").read_text())["parameters"]["names"] == PARAMS
     script = (f"import sys, json, numpy as np\nsys.modules['sympy'] = None; sys.modules['jinja2'] = None\n"
-              f"from symgen.runtime import load_model\nmb = load_model({str(tmp_path / 'arm7')!r})\n"
+              f"from symgen.runtime import load_built\nmb = load_built({str(tmp_path / 'arm7')!r})\n"
               f"q = np.linspace(-1, 1, 7)\n"
               f"print(json.dumps(mb.forward_dynamics(q, q, q, params={{'link3.mass': 4.0}}).tolist()))\n")
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

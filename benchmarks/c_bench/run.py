@@ -125,7 +125,7 @@ def bench_robot(spec: str, n: int, rounds: int, cc, copies: int = COPIES) -> dic
     times = run_copies([exe, d, n, rounds], copies, what="c_bench")
 
     first = np.fromfile(d / "first.bin")
-    R, p = mb._poses(Q[:1])
+    R, p = mb.binding.poses(Q[:1])
     want = {"fd": mb.forward_dynamics(Q[0], U[0], T[0]), "id": mb.inverse_dynamics(Q[0], U[0], T[0]),
             "M": mb.mass_matrix(Q[0]), "poses": np.concatenate([R[0].reshape(nb, 9), p[0]], axis=1)}
     errs, at = {}, 0

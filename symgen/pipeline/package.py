@@ -112,7 +112,7 @@ _PACKAGE_INIT = '''"""symgen model package {name!r} (generated; do not edit).
 """
 from pathlib import Path as _Path
 
-from symgen.runtime import load_model as _load
+from symgen.runtime import load_built as _load
 
 model = _load(_Path(__file__).parent)
 

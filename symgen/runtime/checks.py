@@ -72,7 +72,7 @@ def hinge_maps(mb, Q) -> np.ndarray:
     nb, n = len(bodies), Q.shape[0]
     index = {b["name"]: k for k, b in enumerate(bodies)}
     parent = np.array([index.get(b["parent"], -1) for b in bodies])
-    R, p = mb._poses(Q)
+    R, p = mb.binding.poses(Q)
     has = parent >= 0
     Phi = np.zeros((n, nb, 6, 6))
     if has.any():

@@ -9,11 +9,12 @@ class HingeKernels:
 
     Every method takes one state (``q`` of shape ``(nq,)``) or a batch (``(N, nq)``; ``u`` likewise with
     ``nu``) and returns ``(*shape)`` or ``(N, *shape)``; the loop over the batch runs in C.  ``out=`` takes a
-    preallocated C-contiguous float64 array of the result's shape.
+    preallocated C-contiguous float64 array of the result's shape.  ``lib`` and ``ffi``: the cffi module the
+    kernels live in (``module``: anything with ``lib`` and ``ffi``, such as a model's ``ModelBinding``).
     """
 
     def __init__(self, module, manifest: dict, module_name: str = "", path=None):
-        self._lib, self._ffi = module.lib, module.ffi
+        self.lib, self.ffi = module.lib, module.ffi
         self.manifest = manifest
         self.nq, self.nu = manifest["nq"], manifest["nu"]
         self.label = manifest["label"]
@@ -35,8 +36,8 @@ class HingeKernels:
 
     def _ptr(self, a):
         if a is None or a.size == 0:
-            return self._ffi.NULL
-        return self._ffi.from_buffer("double[]", a)
+            return self.ffi.NULL
+        return self.ffi.from_buffer("double[]", a)
 
     def _call(self, name, q, u=None, p=None, out=None):
         info = self.manifest["kernels"].get(name)
@@ -63,9 +64,9 @@ class HingeKernels:
             out = np.empty(full)
         elif out.shape != full or out.dtype != np.float64 or not out.flags.c_contiguous:
             raise ValueError(f"{self.label}: out must be a C-contiguous float64 array of shape {full}")
-        fn = getattr(self._lib, info["c_name"] + "_batch")
+        fn = getattr(self.lib, info["c_name"] + "_batch")
         status = fn(n, self._ptr(args.get("q")), self._ptr(args.get("u")), self._ptr(args.get("p")),
-                    self._ffi.from_buffer("double[]", out, require_writable=True) if out.size else self._ffi.NULL)
+                    self.ffi.from_buffer("double[]", out, require_writable=True) if out.size else self.ffi.NULL)
         if info["status"] and status:
             raise np.linalg.LinAlgError(f"{self.label}: D = H P H* is not positive definite "
                                         f"(state {status - 1} of the batch)")

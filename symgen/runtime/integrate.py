@@ -55,21 +55,18 @@ def rollout(mb, q0, u0, dt: float, n_steps: int, T=None, every: int = 1, method:
                          f"({mb.nu},) with the same N, got {np.shape(q0)} and {np.shape(u0)}")
     T_arr, T_case, T_step = _torques(mb, T, n, n_steps)
     n_p = n if params else 1  # one p per case only when the parameters may differ between cases
-    p = mb._p(n_p, np.zeros(mb.nu), f_ext, gravity, params)
+    b = mb.binding
+    p = b.p(n_p, np.zeros(mb.nu), f_ext, gravity, params)
     if mb.loops:
-        p = np.concatenate([p, np.broadcast_to(mb._loop_gains(baumgarte), (n_p, 2))], axis=1)
+        p = np.concatenate([p, np.broadcast_to(b.loop_gains(baumgarte), (n_p, 2))], axis=1)
     elif baumgarte is not None:
         raise ValueError(f"{mb.name}: baumgarte= stabilizes loop constraints; this model has none")
     p = np.ascontiguousarray(p)
     K = n_steps // every + 1
     q_out, u_out = np.empty((n, K, mb.nq)), np.empty((n, K, mb.nu))
     status = np.zeros(max(n, 1), dtype=np.intc)
-    fb, null = mb._ffi.from_buffer, mb._ffi.NULL
-    getattr(mb._lib, f"sg_{mb.name}_rollout")(
-        n, n_steps, every, METHODS[method], float(dt), mb._buf(Q0), mb._buf(U0),
-        null if T_arr is None else mb._buf(T_arr), T_case, T_step, mb._buf(p), p.shape[1] if n_p > 1 else 0,
-        fb("double[]", q_out, require_writable=True) if q_out.size else null,
-        fb("double[]", u_out, require_writable=True) if u_out.size else null, fb("int[]", status))
+    b.rollout(n, n_steps, every, METHODS[method], dt, Q0, U0, T_arr, T_case, T_step, p, p.shape[1] if n_p > 1 else 0,
+              q_out, u_out, status)
     return {"t": np.arange(K) * (every * float(dt)), "q": q_out, "u": u_out, "ok": status[:n] == 0,
             "status": status[:n]}
 
@@ -110,7 +107,7 @@ def simulate(mb, q0, u0, t_span, dt: float, T=None, f_ext=None, gravity=None, ba
                                project=project)
     r = rollout(mb, q0, u0, dt, n, T=T, f_ext=f_ext, gravity=gravity, baumgarte=baumgarte)
     if not r["ok"][0]:
-        mb._check_status(int(r["status"][0]), "forward_dynamics")
+        mb.binding.check_status(int(r["status"][0]), "forward_dynamics")
     Q, U = r["q"][0], r["u"][0]
     return Trajectory(t0 + r["t"], Q, U, np.array([_drift(mb, q) for q in Q]))
 

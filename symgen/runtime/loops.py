@@ -40,12 +40,10 @@ class LoopConstraint:
                 f"{self.n_residuals} residuals>")
 
     def _errors(self, q, u=None, udot=None):
-        mb = self._mb
-        single, Q, U = mb._states(q, u)
-        _, _, A = mb._states(q, udot)
-        out = np.empty((Q.shape[0], mb.layout.loop_errors_size))
-        getattr(mb._lib, f"sg_{mb.name}_loop_errors_batch")(Q.shape[0], mb._buf(Q), mb._buf(U), mb._buf(A),
-                                                            mb._ffi.from_buffer("double[]", out, require_writable=True))
+        b = self._mb.binding
+        single, Q, U = b.states(q, u)
+        _, _, A = b.states(q, udot)
+        out, _ = b.call_batch("loop_errors", Q, U, A, b.layout.loop_errors_size)  # A rides in p's place
         blk = out[:, self._off:self._off + self._rec.size]
         return single, blk
 
@@ -98,7 +96,7 @@ class LoopConstraint:
         q = mb.neutral_q() if q is None else np.asarray(q, dtype=float)
         from .hinge_kernels import HingeKernels
 
-        hk = HingeKernels(_Mod(mb), mb.manifest["hinge_specs"][self._slug])
+        hk = HingeKernels(mb.binding, mb.manifest["hinge_specs"][self._slug])
         qh = self.cut_q(q) if self.nq else np.zeros(0)
         H = hk.coord_map(qh) if self.nu else np.zeros((6, 0))
         fE = H @ np.linalg.solve(H.T @ H, T_cut) if self.nu else np.zeros(6)
@@ -114,41 +112,23 @@ class LoopConstraint:
             return fS, fT
         F = np.zeros((mb.nb, 6))
         for frame, f in ((self.source, fS), (self.target, fT)):
-            F += mb._fext(1, {frame: f})[0]
+            F += mb.binding.fext(1, {frame: f})[0]
         return F
-
-
-class _Mod:
-    def __init__(self, mb):
-        self.lib, self.ffi = mb._lib, mb._ffi
-
-
-def gains(mb, baumgarte) -> np.ndarray:
-    """(omega_n, zeta) checked: finite and >= 0."""
-    try:
-        w, z = (float(x) for x in baumgarte)
-    except (TypeError, ValueError):
-        raise ValueError(f"{mb.name}: baumgarte must be (omega_n, zeta), got {baumgarte!r}") from None
-    if not (np.isfinite(w) and np.isfinite(z)) or w < 0 or z < 0:
-        raise ValueError(f"{mb.name}: baumgarte must be (omega_n, zeta) with both >= 0, got {baumgarte!r}")
-    return np.array([w, z])
 
 
 def ta_forward_dynamics(mb, q, u, T, f_ext=None, gravity=None, baumgarte=None) -> dict:
     """Tree-augmented forward dynamics (the C ``sg_<m>_ta_forward_dynamics``).  Returns ``udot``, ``lambda``
     (stacked, n_c), ``f_target`` ((n_loops, 6)) and ``rank`` (of the compliance, per state)."""
-    single, Q, U = mb._states(q, u)
-    _, _, Tm = mb._states(q, T)
-    n, L = Q.shape[0], mb.layout
+    b = mb.binding
+    single, Q, U = b.states(q, u)
+    _, _, Tm = b.states(q, T)
+    n, L = Q.shape[0], b.layout
     P = np.zeros((n, L.ta_params.size))
-    P[:, :L.params.size] = mb._p(n, Tm, f_ext, gravity)
+    P[:, :L.params.size] = b.p(n, Tm, f_ext, gravity)
     if baumgarte is not None:
-        P[:, L.ta_params.span("gains")] = gains(mb, baumgarte)
-    out = np.empty((n, L.ta_out.size))
-    status = getattr(mb._lib, f"sg_{mb.name}_ta_forward_dynamics_batch")(
-        n, mb._buf(Q), mb._buf(U), mb._buf(P), mb._ffi.from_buffer("double[]", out, require_writable=True))
-    if status:
-        mb._check_status(status, "forward_dynamics")
+        P[:, L.ta_params.span("gains")] = b.loop_gains(baumgarte)
+    out, status = b.call_batch("ta_forward_dynamics", Q, U, P, L.ta_out.size)
+    b.check_status(status, "forward_dynamics")
     O = L.ta_out
     res = {"udot": out[:, O.span("udot")], "lambda": out[:, O.span("lambda")],
            "f_target": out[:, O.span("f_target")].reshape(n, -1, 6), "rank": out[:, O["rank"]].astype(int)}
@@ -159,11 +139,10 @@ def constraint_jacobian(mb, q, u=None):
     """(G_c, gamma): the stacked constraint Jacobian (n_c x nU) and velocity-product term (n_c), so that
     ``G_c Udot + gamma`` is the constrained relative acceleration the TA dynamics sets to zero (or to the
     Baumgarte term)."""
-    single, Q, U = mb._states(q, u)
-    L = mb.layout
-    out = np.empty((Q.shape[0], L.loop_jacobian.size))
-    getattr(mb._lib, f"sg_{mb.name}_loop_jacobian_batch")(Q.shape[0], mb._buf(Q), mb._buf(U), mb._dummy,
-                                                          mb._ffi.from_buffer("double[]", out, require_writable=True))
+    b = mb.binding
+    single, Q, U = b.states(q, u)
+    L = b.layout
+    out, _ = b.call_batch("loop_jacobian", Q, U, None, L.loop_jacobian.size)
     G = out[:, L.loop_jacobian.span("G")].reshape(-1, L.nc, mb.nu)
     g = out[:, L.loop_jacobian.span("gamma")]
     return (G[0], g[0]) if single else (G, g)

@@ -1,5 +1,7 @@
 """Parameters of a parametric build at run time (:mod:`symgen.model.parameters` says which): their model-file
-values, and the ``theta`` block of the dynamics' p from the values a call gives."""
+values, and the ``theta`` block of the dynamics' p from the values a call gives.  ``mb`` is the model's
+:class:`~symgen.runtime.binding.ModelBinding` (its ``manifest``, ``gravity``, ``layout``, ``param_nominal``,
+``body_props``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,13 +29,13 @@ def nominal(mb) -> dict:
 def theta(mb, n: int, params) -> np.ndarray:
     """(n, n_theta): the theta block for n states, the model-file values where ``params`` (``{name: value or
     per-state values}``) says nothing.  Computed once and broadcast when no value is per state."""
-    values = dict(mb._param_nominal)
+    values = dict(mb.param_nominal)
     for name, v in (params or {}).items():
         if name not in values:
             raise KeyError(f"{mb.name}: no parameter {name!r} in this build (parameters: "
                            f"{', '.join(values) or 'none; build with parameters=[...]'})")
         values[name] = v
-    single = all(_one_value(np.shape(v), np.shape(mb._param_nominal[k])) for k, v in (params or {}).items())
+    single = all(_one_value(np.shape(v), np.shape(mb.param_nominal[k])) for k, v in (params or {}).items())
     if single and n != 1:
         return np.broadcast_to(theta(mb, 1, params), (n, mb.layout.params.size - mb.layout.params["theta"]))
     return _theta(mb, n, values)
@@ -46,10 +48,10 @@ def _theta(mb, n, values) -> np.ndarray:
     for blk in blocks:
         if blk["kind"] == "inertia":
             body = mb.body_names[blk["body"]]
-            m = _per_state(mb, values[f"{body}.mass"] if f"{body}.mass" in values else mb._body_props[body][0],
+            m = _per_state(mb, values[f"{body}.mass"] if f"{body}.mass" in values else mb.body_props[body][0],
                            n, (), f"{body}.mass")
-            c = _per_state(mb, values.get(f"{body}.com", mb._body_props[body][1]), n, (3,), f"{body}.com")
-            J = _per_state(mb, values.get(f"{body}.inertia", mb._body_props[body][2]), n, (3, 3), f"{body}.inertia")
+            c = _per_state(mb, values.get(f"{body}.com", mb.body_props[body][1]), n, (3,), f"{body}.com")
+            J = _per_state(mb, values.get(f"{body}.inertia", mb.body_props[body][2]), n, (3, 3), f"{body}.inertia")
             cc = np.einsum("ni,ni->n", c, c)
             Jo = J + m[:, None, None] * (cc[:, None, None] * np.eye(3) - np.einsum("ni,nj->nij", c, c))
             out[:, o] = m
