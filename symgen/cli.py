@@ -236,9 +236,9 @@ def _armature_arg(items):
 
 def _model_path(target) -> Path:
     path = bundled_example() if target is None else Path(target)
-    if path.suffix.lower() not in (".yaml", ".yml", ".json", ".urdf"):
-        raise UsageError(f"don't know how to build {str(target)!r}: give a model file (.yaml, .yml, .json or "
-                         ".urdf), or 'hinges' for the hinge kernel library")
+    if path.suffix.lower() not in (".yaml", ".yml", ".json", ".urdf", ".xml", ".mjcf"):
+        raise UsageError(f"don't know how to build {str(target)!r}: give a model file (.yaml, .yml, .json, "
+                         ".urdf, or MJCF .xml), or 'hinges' for the hinge kernel library")
     return path
 
 
@@ -250,7 +250,8 @@ def _load(args, ui):
     t = time.perf_counter()
     model = load_model(path, floating_base=args.floating_base, balance_inertia=args.balance_inertia,
                        accept_indefinite_inertia=args.accept_indefinite_inertia,
-                       armature=_armature_arg(args.armature), lock=args.lock or None)
+                       armature=_armature_arg(args.armature), lock=args.lock or None,
+                       loops_from_equality=getattr(args, "loops_from_equality", False))
     if args.parameter:
         import dataclasses
 
@@ -520,6 +521,9 @@ def _add_model_options(p) -> None:
     p.add_argument("--accept-indefinite-inertia", action="store_true",
                    help="load a link whose inertia has a clearly negative principal moment, with a warning "
                         "(Pinocchio does; default: an error)")
+    p.add_argument("--loops-from-equality", action="store_true",
+                   help="MJCF: turn each connect equality between two bodies into a closed-chain loop (a BALL cut "
+                        "joint) instead of listing it as not imported")
     p.add_argument("--parameter", action="append", metavar="NAME",
                    help="keep NAME as a runtime input of the dynamics instead of a folded literal (a parametric "
                         "build): BODY.mass, BODY.com, BODY.inertia, HINGE.armature or gravity; repeatable")

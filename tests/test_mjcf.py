@@ -1,0 +1,163 @@
+"""MJCF through MuJoCo's compiler (symgen.model.mjcf) against MuJoCo itself.
+
+The hand-written files in ``tests/data/mjcf/`` together use: default classes (``childclass``, ``class``, nested),
+armature and joint types through defaults, inertia from capsule (``fromto``), box, sphere, cylinder, ellipsoid and
+mesh geoms, an explicit ``<inertial>``, ``settotalmass``, degrees and radians, ``eulerseq``, ``euler``,
+``axisangle``, ``xyaxes``, ``zaxis`` and ``quat``, several joints in one body with different anchors, one common
+anchor, and a ball with a slide, ``ref`` on hinges and slides, free and ball joints, two free root bodies, a welded
+body, a mocap body, ``<option gravity>``, sites and named geoms.
+
+MuJoCo runs with contacts, constraints, equality, limits, friction loss, springs, dampers and actuation disabled
+(``opt.disableflags``), gravity compensation zeroed and no fluid.  At random ``qpos``/``qvel`` and applied
+generalized forces: ``qacc`` and ``qfrc_bias`` (inverse dynamics at zero acceleration) to 1e-8, ``mj_fullM``
+(armature included) and the pose of every body, site and named geom to 1e-10.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco")
+import symgen  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data" / "mjcf"
+FILES = ["arm_defaults.xml", "two_free.xml"]
+ACC, POSE = 1e-8, 1e-10
+N = 6
+
+
+def tree_only(m):
+    """MuJoCo's settings under which its dynamics is the tree's (what symgen imports)."""
+    D = mujoco.mjtDisableBit
+    for flag in (D.mjDSBL_CONTACT, D.mjDSBL_CONSTRAINT, D.mjDSBL_EQUALITY, D.mjDSBL_FRICTIONLOSS, D.mjDSBL_LIMIT,
+                 D.mjDSBL_SPRING, D.mjDSBL_DAMPER, D.mjDSBL_ACTUATION):
+        m.opt.disableflags |= int(flag)
+    m.body_gravcomp[:] = 0
+    m.opt.density = m.opt.viscosity = 0
+    m.opt.wind[:] = 0
+    return m
+
+
+def random_qpos(m, rng):
+    """Random qpos in MuJoCo's convention: unit quaternions (w, x, y, z), angles and distances."""
+    q = m.qpos0 + rng.uniform(-1.0, 1.0, m.nq)
+    for j in range(m.njnt):
+        a = m.jnt_qposadr[j]
+        if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            v = rng.normal(size=4)
+            q[a + 3:a + 7] = v / np.linalg.norm(v)
+        elif m.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL:
+            v = rng.normal(size=4)
+            q[a:a + 4] = v / np.linalg.norm(v)
+    return q
+
+
+@pytest.fixture(scope="module", params=FILES)
+def pair(request):
+    path = DATA / request.param
+    return symgen.build(path), tree_only(mujoco.MjModel.from_xml_path(str(path)))
+
+
+def states(m, seed):
+    rng = np.random.default_rng(seed)
+    return [(random_qpos(m, rng), rng.normal(size=m.nv), rng.normal(size=m.nv)) for _ in range(N)]
+
+
+def mj_forward(m, qpos, qvel, tau):
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.qfrc_applied[:] = qpos, qvel, tau
+    mujoco.mj_forward(m, d)
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    return d, M
+
+
+def test_sizes_and_coordinates(pair):
+    mb, m = pair
+    assert (mb.nq, mb.nu) == (m.nq, m.nv)
+    qpos, qvel, _ = states(m, 0)[0]
+    q, u = mb.from_mujoco(qpos, qvel)
+    np.testing.assert_array_equal(u, qvel)
+    back = mb.to_mujoco(q, u)
+    np.testing.assert_array_equal(back[0], qpos)
+    np.testing.assert_array_equal(back[1], qvel)
+    # batched, and the quaternions really moved: w last in symgen
+    Q = mb.from_mujoco(np.array([qpos, qpos]))
+    assert Q.shape == (2, m.nq)
+    for a in mb.manifest["mujoco"]["quat_adr"]:
+        assert Q[1, a + 3] == qpos[a]
+
+
+def test_dynamics_agree_with_mujoco(pair):
+    mb, m = pair
+    worst = {"qacc": 0.0, "bias": 0.0, "M": 0.0}
+    for qpos, qvel, tau in states(m, 1):
+        d, M = mj_forward(m, qpos, qvel, tau)
+        q, u = mb.from_mujoco(qpos, qvel)
+        worst["M"] = max(worst["M"], np.abs(mb.mass_matrix(q) - M).max())
+        worst["bias"] = max(worst["bias"], np.abs(mb.inverse_dynamics(q, u, np.zeros(m.nv)) - d.qfrc_bias).max())
+        worst["qacc"] = max(worst["qacc"], np.abs(mb.forward_dynamics(q, u, tau) - d.qacc).max())
+    print(m.nq, worst)
+    assert worst["M"] < POSE and worst["bias"] < ACC and worst["qacc"] < ACC, worst
+
+
+def test_poses_agree_with_mujoco(pair):
+    mb, m = pair
+    names = [n for n in mb.frame_names if n != "newtonian"]
+    checked = 0
+    for qpos, qvel, tau in states(m, 2):
+        d, _ = mj_forward(m, qpos, qvel, tau)
+        q = mb.from_mujoco(qpos)
+        X = mb.frame_poses(q)
+        for name in names:
+            kind, nm = name.split(":", 1) if ":" in name else (None, name)
+            for k, pos, mat in (("body", d.xpos, d.xmat), ("site", d.site_xpos, d.site_xmat),
+                                ("geom", d.geom_xpos, d.geom_xmat)):
+                if kind not in (None, k):
+                    continue
+                i = mujoco.mj_name2id(m, getattr(mujoco.mjtObj, f"mjOBJ_{k.upper()}"), nm)
+                if i >= 0:
+                    T = X[mb.frame_names.index(name)]
+                    np.testing.assert_allclose(T[:3, 3], pos[i], rtol=0, atol=POSE, err_msg=f"{k} {nm}")
+                    np.testing.assert_allclose(T[:3, :3], mat[i].reshape(3, 3), rtol=0, atol=POSE,
+                                               err_msg=f"{k} {nm}")
+                    checked += 1
+                    break
+            else:
+                raise AssertionError(f"frame {name!r} is no MuJoCo body, site or geom")
+    assert checked == N * len(names)
+    # every named body is a frame
+    for b in range(1, m.nbody):
+        if m.body(b).name:
+            assert m.body(b).name in mb.frame_names
+
+
+def test_what_is_not_imported_is_one_warning():
+    model = symgen.load_model(DATA / "arm_defaults.xml")
+    lines = [w for w in model.warnings if w.startswith("not imported")]
+    assert len(lines) == 1
+    for what in ("contacts", "tendons", "actuators", "joint limits (shoulder)", "damping", "friction loss",
+                 "stiffness (elbow_z)", "gravity compensation (hand)", "equality constraints (connect reach)",
+                 "mocap bodies"):
+        assert what in lines[0], what
+
+
+def test_mapping():
+    model = symgen.load_model(DATA / "arm_defaults.xml")
+    fore = model.body("fore")
+    assert fore.hinge_type == "SERIAL" and fore.hinge_name == "elbow_x+elbow_z+extend"
+    joints = fore.hinge_kwargs()["joints"]
+    assert [j["type"] for j in joints] == ["PIN", "PIN", "LINEAR"]
+    assert joints[0]["ref"] == pytest.approx(np.radians(-15)) and joints[2]["ref"] == 0.02
+    assert joints[0]["anchor"] == (0.0, 0.02, 0.0) and joints[1]["anchor"] == (0.05, 0.0, 0.0)
+    assert fore.armature == (0.01, 0.01, 0.01)                   # the top default's armature
+    assert model.body("upper").armature == (0.03,)               # class "pitch"
+    assert model.body("base").hinge_type == model.body("target").hinge_type == "LOCKED"   # welded, mocap
+    assert model.body("hand").hinge_type == "BALL_QUAT"
+    assert model.gravity == (0.5, -0.3, -9.7)
+    two = symgen.load_model(DATA / "two_free.xml")
+    assert [b.hinge_type for b in two.bodies if b.parent == "newtonian"] == ["FULL6DOF", "FULL6DOF"]
+    assert sum(b.mass for b in two.bodies) == pytest.approx(7.5)  # settotalmass
+    assert two.mujoco["quat_adr"] == [3, 13, 18]
