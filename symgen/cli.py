@@ -311,10 +311,15 @@ def cmd_info(args, ui) -> int:
         frames.setdefault(f.body, []).append(f.name)
     qo = uo = 0
     rows: dict = {}
+    subrows: dict = {}
     for b in model.bodies:
         spec = bind(b.hinge_type, **b.hinge_kwargs())
-        rows[b.name] = (f"hinge {b.hinge_name!r} {spec.label()}  Q[{qo}:{qo + spec.nq}] U[{uo}:{uo + spec.nu}]"
+        compound = len(spec.subhinges) > 1
+        label = f"{spec.hinge_type} of {len(spec.subhinges)} subhinges" if compound else spec.label()
+        rows[b.name] = (f"hinge {b.hinge_name!r} {label}  Q[{qo}:{qo + spec.nq}] U[{uo}:{uo + spec.nu}]"
                         f"  mass {b.mass:g}")
+        if compound:
+            subrows[b.name] = _subhinge_lines(spec, b.hinge_kwargs(), qo, uo)
         qo, uo = qo + spec.nq, uo + spec.nu
     loops = [(lc, bind(lc.hinge_type, **lc.hinge_kwargs())) for lc in model.loops]
     n_c = sum(6 - s.nu for _, s in loops)
@@ -330,12 +335,38 @@ def cmd_info(args, ui) -> int:
             last = i == len(kids) - 1
             extra = f"  frames: {', '.join(frames[b.name])}" if frames.get(b.name) else ""
             ui.out(f"{prefix}{'└── ' if last else '├── '}{b.name}  {rows[b.name]}{extra}")
+            for line in subrows.get(b.name, ()):
+                ui.out(f"{prefix}{'    ' if last else '│   '}{'│   ' if children.get(b.name) else '    '}  {line}")
             walk(b.name, prefix + ("    " if last else "│   "))
     walk(NEWTONIAN, "")
     for lc, spec in loops:
         ui.out(f"loop {lc.name!r}: {lc.source} -> {lc.target}, cut hinge {spec.label()} "
                f"({_plural(6 - spec.nu, 'constraint row')})")
     return 0
+
+
+def _subhinge_lines(spec, kwargs, qo, uo) -> list:
+    """One line per subhinge of a compound hinge: its type (and joint name), axis, anchor, ref, pitch, Q/U."""
+    names = [j.get("name") for j in kwargs.get("joints", ())] if spec.hinge_type == "SERIAL" else []
+    fmt = lambda v: "(" + ", ".join(f"{x:g}" for x in v) + ")"  # noqa: E731
+    out = []
+    for k, s in enumerate(spec.subhinges):
+        n_q, n_u = s.info.nq, s.info.nu
+        q0 = sum(x.info.nq for x in spec.subhinges[:k])
+        u0 = sum(x.info.nu for x in spec.subhinges[:k])
+        parts = [f"{k}: {s.type}" + (f" {names[k]!r}" if k < len(names) and names[k] else "")]
+        if s.axis is not None:
+            parts.append(f"axis {fmt(s.axis)}")
+        if s.anchor is not None:
+            parts.append(f"anchor {fmt(s.anchor)}")
+        if s.ref is not None:
+            parts.append(f"ref {s.ref:g}")
+        if s.pitch is not None:
+            parts.append(f"pitch {s.pitch:g}")
+        if spec.q_order == tuple(range(spec.nq)):
+            parts.append(f"Q[{qo + q0}:{qo + q0 + n_q}] U[{uo + u0}:{uo + u0 + n_u}]")
+        out.append("  ".join(parts))
+    return out
 
 
 def _plural(n: int, noun: str) -> str:

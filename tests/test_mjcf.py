@@ -161,3 +161,66 @@ def test_mapping():
     assert [b.hinge_type for b in two.bodies if b.parent == "newtonian"] == ["FULL6DOF", "FULL6DOF"]
     assert sum(b.mass for b in two.bodies) == pytest.approx(7.5)  # settotalmass
     assert two.mujoco["quat_adr"] == [3, 13, 18]
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line and bad input
+# ---------------------------------------------------------------------------------------------
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args, pre=""):
+    code = f"{pre}import sys; from symgen.cli import main; sys.exit(main({list(args)!r}))"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_info_shows_the_compound_hinge_with_its_subhinges():
+    out = run("info", str(DATA / "arm_defaults.xml"))
+    assert out.returncode == 0, out.stderr
+    assert "hinge 'elbow_x+elbow_z+extend' SERIAL of 3 subhinges  Q[1:4] U[1:4]" in out.stdout
+    assert "0: PIN 'elbow_x'  axis (1, 0, 0)  anchor (0, 0.02, 0)  ref -0.261799  Q[1:2] U[1:2]" in out.stdout
+    assert "2: LINEAR 'extend'  axis (1, 0, 0)  ref 0.02  Q[3:4] U[3:4]" in out.stdout
+    assert "not imported (not tree dynamics): contacts" in out.stderr
+
+
+def _fails(out, *needles):
+    assert out.returncode == 1, (out.returncode, out.stdout, out.stderr)
+    err = out.stderr[out.stderr.index("symgen: error:"):]
+    assert "Traceback" not in out.stderr and "\n\n" not in err.strip()
+    for n in needles:
+        assert n in err, (n, err)
+
+
+@pytest.mark.parametrize("text, needles", [
+    ("<mujoco><worldbody><body></worldbody></mujoco>", ("malformed XML", "line 1")),
+    ("<mujoco><worldbody><body><joint type='twist'/></body></worldbody></mujoco>",
+     ("MuJoCo refuses the file", "twist")),
+    ("<mujoco><worldbody><body><geom type='mesh' mesh='nowhere'/></body></worldbody></mujoco>",
+     ("MuJoCo refuses the file", "nowhere")),
+])
+def test_bad_files_fail_cleanly_and_write_nothing(tmp_path, text, needles):
+    f = tmp_path / "robot.xml"
+    f.write_text(text)
+    out_dir = tmp_path / "gen"
+    out = run("build", str(f), "--out", str(out_dir))
+    _fails(out, str(f), *needles)
+    assert not out_dir.exists()
+    with pytest.raises(symgen.ModelError, match="robot.xml"):
+        symgen.load_model(f)
+
+
+def test_missing_mujoco_names_the_extra(tmp_path):
+    out_dir = tmp_path / "gen"
+    out = run("build", str(DATA / "two_free.xml"), "--out", str(out_dir), pre="import sys; sys.modules['mujoco'] = None; ")
+    _fails(out, "two_free.xml", "mujoco package", "symgen[mjcf]")
+    assert not out_dir.exists()
+
+
+def test_unknown_xml_root(tmp_path):
+    f = tmp_path / "thing.xml"
+    f.write_text("<scene/>")
+    _fails(run("info", str(f)), "root element <scene>")

@@ -44,15 +44,13 @@ EXTRA = "pip install 'symgen[mjcf]' (or: pip install mujoco)"
 
 
 def root_tag(path) -> str:
-    """The root element's tag of an XML file (reads only up to it); ModelError for malformed XML."""
+    """The root element's tag of an XML file; ModelError (with the line and column) for malformed XML."""
     try:
-        for _, el in ET.iterparse(str(path), events=("start",)):
-            return el.tag
+        return ET.parse(str(path)).getroot().tag
     except ET.ParseError as e:
         raise ModelError(f"{path}: malformed XML: {e}; fix the file's syntax there") from None
     except OSError as e:
         raise ModelError(f"{path}: cannot read: {e}") from None
-    raise ModelError(f"{path}: malformed XML: no root element")
 
 
 def compile_mjcf(path):
