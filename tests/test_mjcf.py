@@ -134,6 +134,38 @@ def test_poses_agree_with_mujoco(pair):
             assert m.body(b).name in mb.frame_names
 
 
+def mj_rollout(m, qpos, qvel, n_steps):
+    """``mujoco.rollout`` with MuJoCo's RK4 from each (qpos, qvel): (qpos, qvel) after each step."""
+    from mujoco import rollout
+
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS       # [time, qpos, qvel, ...]
+    d = mujoco.MjData(m)
+    init = np.zeros((len(qpos), mujoco.mj_stateSize(m, spec)))
+    for i in range(len(qpos)):
+        d.qpos[:], d.qvel[:], d.time = qpos[i], qvel[i], 0.0
+        mujoco.mj_getState(m, d, init[i], spec)
+    state, _ = rollout.rollout(m, d, init, nstep=n_steps)
+    return state[:, :, 1:1 + m.nq], state[:, :, 1 + m.nq:1 + m.nq + m.nv]
+
+
+def test_rollout_agrees_with_mujoco_rollout(pair):
+    """mb.rollout (classical RK4, quaternions renormalized) against mujoco.rollout (its RK4): 1e-9 after one step
+    (measured: 2e-12 in qvel, 4e-14 in qpos; both methods are fourth order, so they part by O(dt^5) a step)."""
+    mb, m = pair
+    rng = np.random.default_rng(5)
+    qpos = np.array([random_qpos(m, rng) for _ in range(8)])
+    qvel = rng.normal(size=(8, m.nv))
+    mq, mv = mj_rollout(m, qpos, qvel, 2)
+    r = mb.rollout(*mb.from_mujoco(qpos, qvel), m.opt.timestep, 2)
+    assert r["ok"].all()
+    qs, us = mb.to_mujoco(r["q"][:, 1], r["u"][:, 1])
+    np.testing.assert_allclose(qs, mq[:, 0], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(us, mv[:, 0], rtol=0, atol=1e-9)
+    qs, us = mb.to_mujoco(r["q"][:, 2], r["u"][:, 2])
+    np.testing.assert_allclose(us, mv[:, 1], rtol=0, atol=1e-9)
+
+
 def test_what_is_not_imported_is_one_warning():
     model = symgen.load_model(DATA / "arm_defaults.xml")
     lines = [w for w in model.warnings if w.startswith("not imported")]
