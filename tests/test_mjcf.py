@@ -256,3 +256,25 @@ def test_unknown_xml_root(tmp_path):
     f = tmp_path / "thing.xml"
     f.write_text("<scene/>")
     _fails(run("info", str(f)), "root element <scene>")
+
+
+def test_connect_equality_becomes_a_loop():
+    """``loops_from_equality=True``: the connect 'reach' (hand to the mocap target) is a BALL cut joint between
+    frames at its two anchors; its pose error is MuJoCo's connect residual (the anchors' distance) at random
+    states, and nothing else is listed as not imported about it."""
+    path = DATA / "arm_defaults.xml"
+    mb = symgen.build(path, loops_from_equality=True)
+    assert mb.loop_names == ("reach",) and not any("connect reach" in w for w in mb.warnings)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    b1, b2 = m.eq_obj1id[0], m.eq_obj2id[0]
+    for qpos, _, _ in states(m, 7):
+        d.qpos[:] = qpos
+        mujoco.mj_kinematics(m, d)
+        gap = (d.xpos[b1] + d.xmat[b1].reshape(3, 3) @ m.eq_data[0, :3]) - (
+            d.xpos[b2] + d.xmat[b2].reshape(3, 3) @ m.eq_data[0, 3:6])
+        err = mb.loop("reach").pose_error(mb.from_mujoco(qpos))
+        np.testing.assert_allclose(err[:3], 0, atol=1e-12)          # a ball: no rotation is constrained
+        assert abs(np.linalg.norm(err[3:]) - np.linalg.norm(gap)) < POSE
+    with pytest.raises(symgen.ModelError, match="MJCF files only"):
+        symgen.load_model(DATA.parent / "serial_chain.yaml", loops_from_equality=True)

@@ -23,8 +23,9 @@ Mapping (MuJoCo -> symgen):
 
 Not tree dynamics, listed in one warning (never silently dropped): contacts, tendons, actuators, joint limits,
 damping, stiffness, friction loss, gravity compensation, fluid forces, equality constraints, flexes.  With
-``loops_from_equality=True`` a ``connect`` equality between two bodies becomes a BALL cut joint and a ``weld``
-a LOCKED one (closed chains); the others stay in the warning.
+``loops_from_equality=True`` a ``connect`` equality between two bodies (neither the world body) becomes a BALL
+cut joint (a closed chain, symgen's rigid loop: MuJoCo's is soft, solref/solimp); ``weld`` and the other
+equalities stay in the warning (a weld as a LOCKED cut joint is not done yet).
 """
 from __future__ import annotations
 
@@ -292,40 +293,27 @@ def _not_tree_dynamics(m, names, jnames, used_eq) -> list:
 
 
 def _equality_loops(m, names, frames, taken):
-    """``connect`` -> BALL and ``weld`` -> LOCKED cut joints between two bodies (``loops_from_equality``)."""
+    """``connect`` equalities between two moving or welded bodies -> BALL cut joints (``loops_from_equality``):
+    the loop runs from a frame on body1 at its anchor (``eq_data[0:3]``) to a frame on body2 at the same point
+    in the reference pose (``eq_data[3:6]``), both with body axes.  Frames are named ``<equality>:a`` and
+    ``:b``.  Other equalities (weld, joint, tendon, or one side on the world body) stay in the warning."""
     loops, used = [], set()
     for i in range(m.neq):
-        t = int(m.eq_type[i])
-        if t not in (0, 1) or int(m.eq_objtype[i]) != 1:   # connect/weld between bodies (mjOBJ_BODY)
+        if int(m.eq_type[i]) != 0 or int(m.eq_objtype[i]) != 1:   # connect between bodies (mjOBJ_BODY)
             continue
         b1, b2 = int(m.eq_obj1id[i]), int(m.eq_obj2id[i])
-        if b1 == 0 and b2 == 0:
+        if b1 == 0 or b2 == 0:
             continue
         data = np.asarray(m.eq_data[i], float)
         nm = m.equality(i).name or f"equality{i}"
-        if t == 0:   # connect: anchor data[0:3] in body1, data[3:6] in body2
-            p1, R1 = data[0:3], np.eye(3)
-            p2, R2 = data[3:6], np.eye(3)
-            htype = "BALL"
-        else:        # weld: data[0:3] anchor in body2... relpose: data[3:6] pos, data[6:10] quat of body2 in body1
-            p2, R2 = data[0:3], np.eye(3)
-            relpos, relquat = data[3:6], data[6:10]
-            R1 = _quat_matrix(relquat) if np.any(relquat) else np.eye(3)
-            # frame on body1 that coincides with the frame (p2, I) on body2 in the reference pose
-            p1 = relpos + R1 @ p2
-            htype = "LOCKED"
         fr = []
-        for b, p, R, side in ((b1, p1, R1, "a"), (b2, p2, R2, "b")):
-            if b == 0:
-                break
+        for b, p, side in ((b1, data[0:3], "a"), (b2, data[3:6], "b")):
             fname = f"{nm}:{side}"
             while fname in taken:
                 fname += "_"
             taken.add(fname)
-            frames.append(Frame(fname, names[b], Pose.from_matrix(_T(R, p))))
+            frames.append(Frame(fname, names[b], Pose.from_matrix(_T(p=p))))
             fr.append(fname)
-        if len(fr) != 2:
-            continue
-        loops.append(LoopConstraint(nm, fr[0], fr[1], htype))
+        loops.append(LoopConstraint(nm, fr[0], fr[1], "BALL"))
         used.add(i)
     return loops, used
