@@ -7,7 +7,8 @@ every ``<visual>`` and ``<collision>`` element is removed (geometry does not ent
 ``<inertial>`` does; MuJoCo's URDF reader takes inertia from ``<inertial>``, never from geoms).  A
 ``<mujoco><compiler fusestatic="false" discardvisual="true"/></mujoco>`` element keeps fixed links as bodies
 (welded, LOCKED in symgen).  When MuJoCo refuses a file because a moving body is massless, it is retried with
-``boundmass="1e-6" boundinertia="1e-9"`` (the same compiled model goes to both sides; the row says so).
+``boundmass="1e-6" boundinertia="1e-9"``, and one whose inertia violates the triangle inequality with
+``balanceinertia="true"`` (the same compiled model goes to both sides; the row's ``note`` says so).
 
 The compiled ``MjModel`` goes through :func:`symgen.model.mjcf.model_from_mjmodel` and is built; at random
 ``qpos``/``qvel``/``qfrc_applied`` (MuJoCo with contacts, limits, springs, dampers, friction loss, actuation
@@ -45,17 +46,21 @@ def compile_urdf(path: Path):
 
     text = strip_geometry(path.read_text())
     text = re.sub(r"<mujoco>.*?</mujoco>", "", text, flags=re.S)
-    note = ""
-    for extra in ("", ' boundmass="1e-6" boundinertia="1e-9"'):
+    extra, notes = "", []
+    while True:
         doc = re.sub(r"(<robot\b[^>]*>)", lambda mt: mt.group(1) + MUJOCO_EXT.format(extra=extra), text, count=1)
         try:
-            return mujoco.MjModel.from_xml_string(doc), note
+            return mujoco.MjModel.from_xml_string(doc), "+".join(notes)
         except ValueError as e:
             msg = " ".join(str(e).split())
-            if extra or "mass and inertia" not in msg:
+            if "mass and inertia" in msg and "boundmass" not in extra:
+                extra += ' boundmass="1e-6" boundinertia="1e-9"'
+                notes.append("boundmass/boundinertia")
+            elif "A + B >= C" in msg and "balanceinertia" not in extra:
+                extra += ' balanceinertia="true"'
+                notes.append("balanceinertia")
+            else:
                 raise ValueError(msg) from None
-            note = "boundmass/boundinertia"
-    raise AssertionError("unreachable")
 
 
 def _rel(a, b) -> float:
