@@ -314,8 +314,8 @@ def cmd_info(args, ui) -> int:
     subrows: dict = {}
     for b in model.bodies:
         spec = bind(b.hinge_type, **b.hinge_kwargs())
-        compound = len(spec.subhinges) > 1
-        label = f"{spec.hinge_type} of {len(spec.subhinges)} subhinges" if compound else spec.label()
+        compound = spec.hinge_type == "SERIAL"   # the compound hinge: one line per subhinge below
+        label = f"{spec.hinge_type}({len(spec.subhinges)} subhinges)" if compound else spec.label()
         rows[b.name] = (f"hinge {b.hinge_name!r} {label}  Q[{qo}:{qo + spec.nq}] U[{uo}:{uo + spec.nu}]"
                         f"  mass {b.mass:g}")
         if compound:

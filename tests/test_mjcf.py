@@ -213,7 +213,7 @@ def run(*args, pre=""):
 def test_info_shows_the_compound_hinge_with_its_subhinges():
     out = run("info", str(DATA / "arm_defaults.xml"))
     assert out.returncode == 0, out.stderr
-    assert "hinge 'elbow_x+elbow_z+extend' SERIAL of 3 subhinges  Q[1:4] U[1:4]" in out.stdout
+    assert "hinge 'elbow_x+elbow_z+extend' SERIAL(3 subhinges)  Q[1:4] U[1:4]" in out.stdout
     assert "0: PIN 'elbow_x'  axis (1, 0, 0)  anchor (0, 0.02, 0)  ref -0.261799  Q[1:2] U[1:2]" in out.stdout
     assert "2: LINEAR 'extend'  axis (1, 0, 0)  ref 0.02  Q[3:4] U[3:4]" in out.stdout
     assert "not imported (not tree dynamics): contacts" in out.stderr
