@@ -553,8 +553,8 @@ def _add_model_options(p) -> None:
                    help="load a link whose inertia has a clearly negative principal moment, with a warning "
                         "(Pinocchio does; default: an error)")
     p.add_argument("--loops-from-equality", action="store_true",
-                   help="MJCF: turn each connect equality between two bodies into a closed-chain loop (a BALL cut "
-                        "joint) instead of listing it as not imported")
+                   help="MJCF: turn each connect / weld equality between two bodies into a closed-chain loop (a BALL / "
+                        "LOCKED cut joint) instead of listing it as not imported")
     p.add_argument("--parameter", action="append", metavar="NAME",
                    help="keep NAME as a runtime input of the dynamics instead of a folded literal (a parametric "
                         "build): BODY.mass, BODY.com, BODY.inertia, HINGE.armature or gravity; repeatable")

@@ -171,7 +171,7 @@ def test_what_is_not_imported_is_one_warning():
     lines = [w for w in model.warnings if w.startswith("not imported")]
     assert len(lines) == 1
     for what in ("contacts", "tendons", "actuators", "joint limits (shoulder)", "damping", "friction loss",
-                 "stiffness (elbow_z)", "gravity compensation (hand)", "equality constraints (connect reach)",
+                 "stiffness (elbow_z)", "gravity compensation (hand)", "equality constraints (connect reach, weld hold)",
                  "mocap bodies"):
         assert what in lines[0], what
 
@@ -258,23 +258,36 @@ def test_unknown_xml_root(tmp_path):
     _fails(run("info", str(f)), "root element <scene>")
 
 
-def test_connect_equality_becomes_a_loop():
+def test_equalities_become_loops():
     """``loops_from_equality=True``: the connect 'reach' (hand to the mocap target) is a BALL cut joint between
-    frames at its two anchors; its pose error is MuJoCo's connect residual (the anchors' distance) at random
-    states, and nothing else is listed as not imported about it."""
+    frames at its two anchors, the weld 'hold' (forearm to the welded base) a LOCKED one between its relpose frame on
+    body1 and its anchor on body2.  At random states their pose errors are MuJoCo's: the connect's gap between the
+    anchors, the weld's distance and rotation angle between the frames MuJoCo holds together (computed from
+    MuJoCo's xpos, xmat and eq_data); neither equality is listed as not imported."""
     path = DATA / "arm_defaults.xml"
     mb = symgen.build(path, loops_from_equality=True)
-    assert mb.loop_names == ("reach",) and not any("connect reach" in w for w in mb.warnings)
+    assert mb.loop_names == ("reach", "hold") and not any("equality" in w for w in mb.warnings)
     m = mujoco.MjModel.from_xml_path(str(path))
     d = mujoco.MjData(m)
-    b1, b2 = m.eq_obj1id[0], m.eq_obj2id[0]
     for qpos, _, _ in states(m, 7):
         d.qpos[:] = qpos
         mujoco.mj_kinematics(m, d)
-        gap = (d.xpos[b1] + d.xmat[b1].reshape(3, 3) @ m.eq_data[0, :3]) - (
-            d.xpos[b2] + d.xmat[b2].reshape(3, 3) @ m.eq_data[0, 3:6])
+        R = [d.xmat[b].reshape(3, 3) for b in range(m.nbody)]
+        (c1, c2), (w1, w2) = (m.eq_obj1id[0], m.eq_obj2id[0]), (m.eq_obj1id[1], m.eq_obj2id[1])
+        gap = d.xpos[c1] + R[c1] @ m.eq_data[0, :3] - d.xpos[c2] - R[c2] @ m.eq_data[0, 3:6]
         err = mb.loop("reach").pose_error(mb.from_mujoco(qpos))
         np.testing.assert_allclose(err[:3], 0, atol=1e-12)          # a ball: no rotation is constrained
         assert abs(np.linalg.norm(err[3:]) - np.linalg.norm(gap)) < POSE
+        rel = np.zeros(9)
+        mujoco.mju_quat2Mat(rel, m.eq_data[1, 6:10])
+        Ra = R[w1] @ rel.reshape(3, 3)
+        dist = np.linalg.norm(d.xpos[w1] + R[w1] @ m.eq_data[1, 3:6] - d.xpos[w2] - R[w2] @ m.eq_data[1, :3])
+        angle = np.arccos(np.clip((np.trace(Ra.T @ R[w2]) - 1) / 2, -1, 1))
+        err = mb.loop("hold").pose_error(mb.from_mujoco(qpos))
+        assert abs(np.linalg.norm(err[3:]) - dist) < POSE and abs(np.linalg.norm(err[:3]) - angle) < 1e-9
+    # and at MuJoCo's reference pose both loops are closed
+    q0 = mb.from_mujoco(m.qpos0)
+    for name in ("reach", "hold"):
+        np.testing.assert_allclose(mb.loop(name).pose_error(q0), 0, atol=1e-12)
     with pytest.raises(symgen.ModelError, match="MJCF files only"):
         symgen.load_model(DATA.parent / "serial_chain.yaml", loops_from_equality=True)

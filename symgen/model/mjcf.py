@@ -24,8 +24,8 @@ Mapping (MuJoCo -> symgen):
 Not tree dynamics, listed in one warning (never silently dropped): contacts, tendons, actuators, joint limits,
 damping, stiffness, friction loss, gravity compensation, fluid forces, equality constraints, flexes.  With
 ``loops_from_equality=True`` a ``connect`` equality between two bodies (neither the world body) becomes a BALL
-cut joint (a closed chain, symgen's rigid loop: MuJoCo's is soft, solref/solimp); ``weld`` and the other
-equalities stay in the warning (a weld as a LOCKED cut joint is not done yet).
+cut joint and a ``weld`` a LOCKED one (closed chains, symgen's rigid loops: MuJoCo's are soft, solref/solimp);
+``joint``, ``tendon`` and ``flex`` equalities stay in the warning.
 """
 from __future__ import annotations
 
@@ -166,6 +166,8 @@ def model_from_mjmodel(m, source: str = "<MjModel>", name: str = "mjcf", *, loop
     """The symgen :class:`Model` of a compiled ``mujoco.MjModel`` (module docstring)."""
     import mujoco
 
+    if m.nbody < 2:
+        raise ModelError(f"{source}: the model has no body besides the world body")
     warnings: list = []
     bnames = _names(m, "body", m.nbody)
     jnames = _names(m, "joint", m.njnt)
@@ -293,27 +295,34 @@ def _not_tree_dynamics(m, names, jnames, used_eq) -> list:
 
 
 def _equality_loops(m, names, frames, taken):
-    """``connect`` equalities between two moving or welded bodies -> BALL cut joints (``loops_from_equality``):
-    the loop runs from a frame on body1 at its anchor (``eq_data[0:3]``) to a frame on body2 at the same point
-    in the reference pose (``eq_data[3:6]``), both with body axes.  Frames are named ``<equality>:a`` and
-    ``:b``.  Other equalities (weld, joint, tendon, or one side on the world body) stay in the warning."""
+    """``connect`` and ``weld`` equalities between two bodies (neither the world body) -> BALL and LOCKED cut joints
+    (``loops_from_equality``).  connect: from a frame on body1 at its anchor ``eq_data[0:3]`` to a frame on body2
+    at ``eq_data[3:6]`` (the same point in the reference pose), both with body axes.  weld: from the frame
+    ``(relpose quat eq_data[6:10], relpose pos eq_data[3:6])`` on body1 to the frame ``(I, anchor eq_data[0:3])``
+    on body2 (MuJoCo's weld holds these two together; its ``torquescale`` only weighs its soft rows).  Frames are
+    named ``<equality>:a`` and ``:b``.  Other equalities stay in the warning."""
     loops, used = [], set()
     for i in range(m.neq):
-        if int(m.eq_type[i]) != 0 or int(m.eq_objtype[i]) != 1:   # connect between bodies (mjOBJ_BODY)
+        t = int(m.eq_type[i])
+        if t not in (0, 1) or int(m.eq_objtype[i]) != 1:   # connect / weld between bodies (mjOBJ_BODY)
             continue
         b1, b2 = int(m.eq_obj1id[i]), int(m.eq_obj2id[i])
         if b1 == 0 or b2 == 0:
             continue
         data = np.asarray(m.eq_data[i], float)
         nm = m.equality(i).name or f"equality{i}"
+        if t == 0:
+            poses, htype = ((b1, _T(p=data[0:3])), (b2, _T(p=data[3:6]))), "BALL"
+        else:
+            poses, htype = ((b1, _T(_quat_matrix(data[6:10]), data[3:6])), (b2, _T(p=data[0:3]))), "LOCKED"
         fr = []
-        for b, p, side in ((b1, data[0:3], "a"), (b2, data[3:6], "b")):
+        for (b, X), side in zip(poses, "ab"):
             fname = f"{nm}:{side}"
             while fname in taken:
                 fname += "_"
             taken.add(fname)
-            frames.append(Frame(fname, names[b], Pose.from_matrix(_T(p=p))))
+            frames.append(Frame(fname, names[b], Pose.from_matrix(X)))
             fr.append(fname)
-        loops.append(LoopConstraint(nm, fr[0], fr[1], "BALL"))
+        loops.append(LoopConstraint(nm, fr[0], fr[1], htype))
         used.add(i)
     return loops, used
