@@ -291,3 +291,16 @@ def test_equalities_become_loops():
         np.testing.assert_allclose(mb.loop(name).pose_error(q0), 0, atol=1e-12)
     with pytest.raises(symgen.ModelError, match="MJCF files only"):
         symgen.load_model(DATA.parent / "serial_chain.yaml", loops_from_equality=True)
+
+
+def test_cli_build_of_an_mjcf_file(tmp_path):
+    out = run("build", str(DATA / "two_free.xml"), "--out", str(tmp_path / "gen"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("built two_free: nQ = 22, nU = 19, 5 bodies, 10 frames")
+    assert (tmp_path / "gen" / "two_free" / "two_free.c").exists()
+
+
+def test_from_mujoco_needs_an_mjcf_model():
+    mb = symgen.build(DATA.parent / "serial_compound.yaml")
+    with pytest.raises(ValueError, match="built from an MJCF file"):
+        mb.from_mujoco(np.zeros(mb.nq))

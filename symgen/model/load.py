@@ -405,5 +405,5 @@ def to_physical_hinge(model: Model, loop: str, reverse: bool = False) -> Model:
                               hinge_params=lc.hinge_params, onode=on, pnode=pn, armature=())
     bodies = {b.name: (new if b.name == cb else b) for b in model.bodies}
     order = _topological(Ctx(model.source), bodies)
-    return dataclasses.replace(model, bodies=order, loops=[x for x in model.loops if x.name != loop],
-                               warnings=list(model.warnings), mujoco=None)   # Q is no longer MuJoCo's qpos
+    return Model(model.name, order, model.frames, [x for x in model.loops if x.name != loop], model.gravity,
+                 model.source, list(model.warnings))   # (no mujoco: Q is no longer MuJoCo's qpos)
