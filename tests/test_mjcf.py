@@ -83,6 +83,14 @@ def test_sizes_and_coordinates(pair):
     back = mb.to_mujoco(q, u)
     np.testing.assert_array_equal(back[0], qpos)
     np.testing.assert_array_equal(back[1], qvel)
+    # every MuJoCo joint has its slices (a compound hinge's joints too), equal to qpos / qvel addresses
+    sizes = {0: (7, 6), 1: (4, 3), 2: (1, 1), 3: (1, 1)}
+    for j in range(m.njnt):
+        name = m.joint(j).name or None
+        if name:
+            nq_j, nv_j = sizes[int(m.jnt_type[j])]
+            assert mb.q_slice(name) == slice(m.jnt_qposadr[j], m.jnt_qposadr[j] + nq_j)
+            assert mb.u_slice(name) == slice(m.jnt_dofadr[j], m.jnt_dofadr[j] + nv_j)
     # batched, and the quaternions really moved: w last in symgen
     Q = mb.from_mujoco(np.array([qpos, qpos]))
     assert Q.shape == (2, m.nq)

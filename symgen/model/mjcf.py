@@ -244,8 +244,21 @@ def model_from_mjmodel(m, source: str = "<MjModel>", name: str = "mjcf", *, loop
     if world_frames:
         warnings.append(f"sites and geoms on the world body are not frames: {_some(world_frames)}")
     model = Model(name, bodies, frames, loops, gravity, source, warnings,
-                  mujoco={"nq": int(m.nq), "nv": int(m.nv), "quat_adr": quat_adr(m)})
+                  mujoco={"nq": int(m.nq), "nv": int(m.nv), "quat_adr": quat_adr(m), "joints": _joint_slices(m, jnames)})
     return validate_inertias(model, model_err(source, "body"), balance_inertia, accept_indefinite_inertia)
+
+
+def _joint_slices(m, jnames) -> dict:
+    """``{joint name: [qpos start, qpos end, qvel start, qvel end]}``: where each MuJoCo joint's coordinates
+    sit in Q and U (the same indices as qpos and qvel), so ``mb.q_slice(joint)`` works for a compound hinge's
+    joints too."""
+    nq = {FREE: 7, BALL: 4, SLIDE: 1, HINGE: 1}
+    nv = {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}
+    out = {}
+    for j in range(m.njnt):
+        t, qa, da = int(m.jnt_type[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
+        out[jnames[j]] = [qa, qa + nq[t], da, da + nv[t]]
+    return out
 
 
 def _some(items, k: int = 6) -> str:

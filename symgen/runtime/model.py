@@ -153,11 +153,20 @@ class MultibodyModel:
         except KeyError:
             raise KeyError(f"{self.name}: no hinge named {name!r} (hinges: {', '.join(self.hinge_names)})") from None
 
+    def _joint(self, name):
+        """A MuJoCo joint of a model read from MJCF: [q start, q end, u start, u end], or None."""
+        return (self.manifest.get("mujoco") or {}).get("joints", {}).get(name) if name not in self.hinge_names \
+            else None
+
     def q_slice(self, hinge: str) -> slice:
-        return slice(*self._hinge(hinge)["q"])
+        """Where a hinge's Q lives (a model read from MJCF: also each MuJoCo joint, e.g. one of a compound hinge)."""
+        j = self._joint(hinge)
+        return slice(j[0], j[1]) if j else slice(*self._hinge(hinge)["q"])
 
     def u_slice(self, hinge: str) -> slice:
-        return slice(*self._hinge(hinge)["u"])
+        """Where a hinge's U lives (a model read from MJCF: also each MuJoCo joint)."""
+        j = self._joint(hinge)
+        return slice(j[2], j[3]) if j else slice(*self._hinge(hinge)["u"])
 
     def neutral_q(self) -> np.ndarray:
         """The reference pose: identity quaternions, each coordinate's ref (a compound hinge's), zero elsewhere."""
