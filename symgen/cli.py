@@ -236,9 +236,9 @@ def _armature_arg(items):
 
 def _model_path(target) -> Path:
     path = bundled_example() if target is None else Path(target)
-    if path.suffix.lower() not in (".yaml", ".yml", ".json", ".urdf"):
-        raise UsageError(f"don't know how to build {str(target)!r}: give a model file (.yaml, .yml, .json or "
-                         ".urdf), or 'hinges' for the hinge kernel library")
+    if path.suffix.lower() not in (".yaml", ".yml", ".json", ".urdf", ".xml", ".mjcf"):
+        raise UsageError(f"don't know how to build {str(target)!r}: give a model file (.yaml, .yml, .json, "
+                         ".urdf, or MJCF .xml), or 'hinges' for the hinge kernel library")
     return path
 
 
@@ -250,7 +250,8 @@ def _load(args, ui):
     t = time.perf_counter()
     model = load_model(path, floating_base=args.floating_base, balance_inertia=args.balance_inertia,
                        accept_indefinite_inertia=args.accept_indefinite_inertia,
-                       armature=_armature_arg(args.armature), lock=args.lock or None)
+                       armature=_armature_arg(args.armature), lock=args.lock or None,
+                       loops_from_equality=getattr(args, "loops_from_equality", False))
     if args.parameter:
         import dataclasses
 
@@ -310,10 +311,15 @@ def cmd_info(args, ui) -> int:
         frames.setdefault(f.body, []).append(f.name)
     qo = uo = 0
     rows: dict = {}
+    subrows: dict = {}
     for b in model.bodies:
         spec = bind(b.hinge_type, **b.hinge_kwargs())
-        rows[b.name] = (f"hinge {b.hinge_name!r} {spec.label()}  Q[{qo}:{qo + spec.nq}] U[{uo}:{uo + spec.nu}]"
+        compound = spec.hinge_type == "SERIAL"   # the compound hinge: one line per subhinge below
+        label = f"{spec.hinge_type}({len(spec.subhinges)} subhinges)" if compound else spec.label()
+        rows[b.name] = (f"hinge {b.hinge_name!r} {label}  Q[{qo}:{qo + spec.nq}] U[{uo}:{uo + spec.nu}]"
                         f"  mass {b.mass:g}")
+        if compound:
+            subrows[b.name] = _subhinge_lines(spec, b.hinge_kwargs(), qo, uo)
         qo, uo = qo + spec.nq, uo + spec.nu
     loops = [(lc, bind(lc.hinge_type, **lc.hinge_kwargs())) for lc in model.loops]
     n_c = sum(6 - s.nu for _, s in loops)
@@ -329,12 +335,38 @@ def cmd_info(args, ui) -> int:
             last = i == len(kids) - 1
             extra = f"  frames: {', '.join(frames[b.name])}" if frames.get(b.name) else ""
             ui.out(f"{prefix}{'└── ' if last else '├── '}{b.name}  {rows[b.name]}{extra}")
+            for line in subrows.get(b.name, ()):
+                ui.out(f"{prefix}{'    ' if last else '│   '}{'│   ' if children.get(b.name) else '    '}  {line}")
             walk(b.name, prefix + ("    " if last else "│   "))
     walk(NEWTONIAN, "")
     for lc, spec in loops:
         ui.out(f"loop {lc.name!r}: {lc.source} -> {lc.target}, cut hinge {spec.label()} "
                f"({_plural(6 - spec.nu, 'constraint row')})")
     return 0
+
+
+def _subhinge_lines(spec, kwargs, qo, uo) -> list:
+    """One line per subhinge of a compound hinge: its type (and joint name), axis, anchor, ref, pitch, Q/U."""
+    names = [j.get("name") for j in kwargs.get("joints", ())] if spec.hinge_type == "SERIAL" else []
+    fmt = lambda v: "(" + ", ".join(f"{x:g}" for x in v) + ")"  # noqa: E731
+    out = []
+    for k, s in enumerate(spec.subhinges):
+        n_q, n_u = s.info.nq, s.info.nu
+        q0 = sum(x.info.nq for x in spec.subhinges[:k])
+        u0 = sum(x.info.nu for x in spec.subhinges[:k])
+        parts = [f"{k}: {s.type}" + (f" {names[k]!r}" if k < len(names) and names[k] else "")]
+        if s.axis is not None:
+            parts.append(f"axis {fmt(s.axis)}")
+        if s.anchor is not None:
+            parts.append(f"anchor {fmt(s.anchor)}")
+        if s.ref is not None:
+            parts.append(f"ref {s.ref:g}")
+        if s.pitch is not None:
+            parts.append(f"pitch {s.pitch:g}")
+        if spec.q_order == tuple(range(spec.nq)):
+            parts.append(f"Q[{qo + q0}:{qo + q0 + n_q}] U[{uo + u0}:{uo + u0 + n_u}]")
+        out.append("  ".join(parts))
+    return out
 
 
 def _plural(n: int, noun: str) -> str:
@@ -520,6 +552,9 @@ def _add_model_options(p) -> None:
     p.add_argument("--accept-indefinite-inertia", action="store_true",
                    help="load a link whose inertia has a clearly negative principal moment, with a warning "
                         "(Pinocchio does; default: an error)")
+    p.add_argument("--loops-from-equality", action="store_true",
+                   help="MJCF: turn each connect / weld equality between two bodies into a closed-chain loop (a BALL / "
+                        "LOCKED cut joint) instead of listing it as not imported")
     p.add_argument("--parameter", action="append", metavar="NAME",
                    help="keep NAME as a runtime input of the dynamics instead of a folded literal (a parametric "
                         "build): BODY.mass, BODY.com, BODY.inertia, HINGE.armature or gravity; repeatable")

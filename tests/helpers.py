@@ -33,6 +33,15 @@ CASES = [(t, {}) for t in symgen.HINGE_TYPES] + [
     ("CUSTOM", {"subhinges": ["SPHERICAL_QUAT", "LINEAR3"]}),
     ("CUSTOM", {"subhinges": ["LINEAR", "PIN", "LINEAR"]}),
     ("CUSTOM", {"subhinges": ["LOCKED", "PIN", "PIN"]}),
+    # the compound hinge: MuJoCo's joints in one body (a slide and a ball about an anchor; three hinges about
+    # one common anchor, one with a ref; a screw and a pin about different lines)
+    ("SERIAL", {"joints": [{"type": "slide", "axis": (1, 0, 0), "ref": -0.1},
+                           {"type": "ball", "anchor": (0.1, -0.2, 0.3)}]}),
+    ("SERIAL", {"joints": [{"type": "hinge", "axis": (1, 0, 0), "anchor": (0, 0.05, 0.2), "ref": 0.3},
+                           {"type": "hinge", "axis": (0, 0.6, 0.8), "anchor": (0, 0.05, 0.2)},
+                           {"type": "hinge", "axis": (0, 0, 1), "anchor": (0, 0.05, 0.2)}]}),
+    ("SERIAL", {"joints": [{"type": "SCREW", "axis": (0, 1, 0), "pitch": 0.05, "anchor": (0.2, 0, 0)},
+                           {"type": "PIN", "axis": (0, 1, 0), "anchor": (-0.1, 0, 0.1), "ref": 1.0}]}),
 ]
 
 

@@ -98,6 +98,8 @@ def hinge_type_string(name) -> str:
 
 
 def _fmt_default(v) -> str:
+    if isinstance(v, tuple) and v and isinstance(v[0], dict):   # SERIAL's joints
+        return ", ".join(_fmt_joint(j) for j in v)
     if v is None:
         return "x, y, z, x, … over the axis-bearing subhinges"
     if isinstance(v, tuple) and len(v) == 3 and all(isinstance(x, float) for x in v):
@@ -109,6 +111,12 @@ def _fmt_default(v) -> str:
     if isinstance(v, tuple):
         return "[" + ", ".join(map(str, v)) + "]"
     return str(v)
+
+
+def _fmt_joint(j: dict) -> str:
+    extra = "".join(f" {k} ({', '.join(f'{x:g}' for x in j[k])})" if k == "anchor" else f" {k} {j[k]:g}"
+                    for k in ("anchor", "ref") if k in j)
+    return f"{j['type']} {_fmt_default(j.get('axis'))}{extra}"
 
 
 def hinge_table_markdown() -> str:

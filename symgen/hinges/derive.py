@@ -110,7 +110,10 @@ def derive(spec: HingeSpec) -> dict:
     kins, iq, iu = [], 0, 0
     for sub in spec.subhinges:
         info = sub.info
-        kin = info.kinematics(q_sub[iq:iq + info.nq], _vec(sub.axis), _num(sub.pitch))
+        qk = q_sub[iq:iq + info.nq]
+        if sub.ref is not None:          # the compound hinge's ref: the subhinge moves by Q - ref
+            qk = [qk[0] - _num(sub.ref)]
+        kin = _anchored(info.kinematics(qk, _vec(sub.axis), _num(sub.pitch)), sub.anchor)
         kins.append((sub, kin, list(range(iq, iq + info.nq)), list(range(iu, iu + info.nu))))
         iq, iu = iq + info.nq, iu + info.nu
 
@@ -165,6 +168,29 @@ def derive(spec: HingeSpec) -> dict:
     return out
 
 
+def _anchored(kin, anchor):
+    """A subhinge turned about the line through ``anchor`` instead of its oframe origin:
+    ``T(p) X T(-p)``, so ``R`` is unchanged, ``l' = l + p - R p``, and the pframe coord map (still constant)
+    is ``H' = [[I, 0], [p~, I]] H`` (the pframe moved by ``-p``)."""
+    if anchor is None:
+        return kin
+    from .subhinges import SubhingeKinematics
+
+    p = _vec(anchor)
+    A = sp.eye(6)
+    A[3:, :3] = S.skew(p)
+    return SubhingeKinematics(kin.R, kin.l + p - kin.R * p, A * kin.H, kin.N)
+
+
+def _common_anchor(spec):
+    """The one anchor every anchored subhinge shares (None when none is anchored), or False when they differ.
+    A subhinge without an anchor that rotates counts as anchored at the origin."""
+    anchors = {s.anchor or (0.0, 0.0, 0.0) for s in spec.subhinges if s.info.rotation is not None}
+    if not any(s.anchor for s in spec.subhinges):
+        return None
+    return anchors.pop() if len(anchors) == 1 else False
+
+
 def _pose_gradient(spec, R_op, l_op, H, N, q):
     """``G = [J_r^-1(log R_op) H_w; (dl_op/dQ) N]``.
 
@@ -201,6 +227,24 @@ def _ortho_complement(spec, kins, H):
         return sp.zeros(6, 0)
     if not H.free_symbols:
         return _constant_complement(H)
+    common = _common_anchor(spec)
+    if common:
+        # every rotating subhinge turns about one point p: the hinge is T(p) X_plain T(-p), H = A H_plain with
+        # A = [[I, 0], [p~, I]], so OC = A^-T OC_plain = [[I, p~], [0, I]] OC_plain (same rank everywhere)
+        import dataclasses
+
+        plain = dataclasses.replace(spec, subhinges=tuple(dataclasses.replace(s, anchor=None)
+                                                          for s in spec.subhinges))
+        P = sp.eye(6)
+        P[3:, :3] = -S.skew(_vec(common))
+        kins_plain = [(sub, _anchored(kin, None if sub.anchor is None else tuple(-x for x in sub.anchor)),
+                       qi, ui) for (sub, kin, qi, ui) in kins]
+        kins_plain = [(dataclasses.replace(sub, anchor=None), kin, qi, ui) for (sub, kin, qi, ui) in kins_plain]
+        B = sp.eye(6)
+        B[:3, 3:] = S.skew(_vec(common))
+        return B * _ortho_complement(plain, kins_plain, P * H)
+    if common is False:   # turns about different points: the structural rules below do not apply
+        return _cofactor_complement(spec, H)
 
     moving = [sub.info for sub, *_ in kins if sub.info.nu > 0]
     n_trans = 0
@@ -232,6 +276,37 @@ def _ortho_complement(spec, kins, H):
             return moments.col_join(sp.zeros(3, moments.shape[1])).row_join(
                 sp.zeros(3, forces.shape[1]).col_join(forces))
     return _fraction_free_nullspace(H)
+
+
+def _cofactor_complement(spec, H):
+    """Columns ``c_j`` with ``c_j^T H = 0`` from cofactors: with ``K`` a constant complement of ``H`` at the
+    reference pose, ``c_j`` is the generalized cross product of the five columns ``[H, K without column j]``
+    (``c_i = (-1)^i det`` of them without row ``i``).  The ``c_j`` are independent wherever ``[H, K]`` is
+    invertible (at the reference pose, and everywhere but isolated configurations).  The determinants are
+    taken of symbols and then the entries substituted, so no symbolic simplification runs."""
+    nu = H.shape[1]
+    q = sorted(H.free_symbols, key=lambda x: x.name)
+    q_all = sp.Matrix(sp.symbols(f"q_0:{spec.nq}", real=True))
+    ref = dict(zip(q_all, spec.neutral_q()))
+    H0 = np.array(H.xreplace({k: v for k, v in ref.items() if k in q}), dtype=float) if q else np.array(H, float)
+    if np.linalg.matrix_rank(H0, tol=1e-9) < nu:      # a singular reference pose: another fixed pose
+        rng = np.random.default_rng(0)
+        alt = dict(zip(q_all, spec.random_q(rng, 1.0)))
+        H0 = np.array(H.xreplace(alt), dtype=float)
+    u_, _, _ = np.linalg.svd(H0)
+    K = sp.Matrix([[_num(round(x, 17)) for x in row] for row in u_[:, nu:]])
+    hs = sp.Matrix(6, nu, sp.symbols(f"h_0:{6 * nu}"))
+    cols = []
+    for j in range(6 - nu):
+        others = [K[:, i] for i in range(6 - nu) if i != j]
+        M = _hstack([hs] + others, 6)
+        c = []
+        for i in range(6):
+            Mi = M.copy()
+            Mi.row_del(i)
+            c.append((-1) ** i * Mi.det(method="berkowitz").expand())
+        cols.append(sp.Matrix(c))
+    return _hstack(cols, 6).xreplace(dict(zip(list(hs), list(H))))
 
 
 def _sanitize(spec, q_sub):

@@ -35,13 +35,30 @@ DEFAULT_PITCH = 0.1  # length per radian, for HELICAL and CUSTOM SCREW subhinges
 
 @dataclass(frozen=True)
 class BoundSubhinge:
+    """One subhinge of a bound hinge.  ``anchor`` (a point in the subhinge's oframe, None = the origin) and
+    ``ref`` (a coordinate offset, None = 0) are the compound hinge's (SERIAL) per-subhinge constants: the
+    subhinge moves as ``T(anchor) X(Q - ref) T(-anchor)`` (a turn about the line through the anchor, MuJoCo's
+    joint ``pos`` and ``ref``)."""
+
     type: str
     axis: Optional[tuple] = None
     pitch: Optional[float] = None
+    anchor: Optional[tuple] = None
+    ref: Optional[float] = None
 
     @property
     def info(self):
         return SUBHINGE_TYPES[self.type]
+
+    @property
+    def neutral_q(self) -> tuple:
+        """The subhinge's Q of the reference pose (its type's neutral Q, plus ``ref``)."""
+        q = self.info.neutral_q
+        return (q[0] + self.ref,) if self.ref else tuple(q)
+
+    def key(self) -> list:
+        out = [self.type, self.axis, self.pitch, self.info.fingerprint]
+        return out + [self.anchor, self.ref] if (self.anchor is not None or self.ref is not None) else out
 
 
 @dataclass(frozen=True)
@@ -81,12 +98,13 @@ class HingeSpec:
 
     def neutral_q(self) -> list:
         """Q of the reference pose (zeros, identity quaternions), hinge order."""
-        return self.to_hinge_order([x for s in self.subhinges for x in s.info.neutral_q])
+        return self.to_hinge_order([x for s in self.subhinges for x in s.neutral_q])
 
     def random_q(self, rng, max_angle: float = 2.5) -> np.ndarray:
         """A random valid Q (hinge order) from each subhinge's ``random_q``: angles in (-max_angle,
         max_angle), distances in (-1, 1), rotation vectors of norm < max_angle, unit quaternions."""
-        parts = [np.asarray(s.info.random_q(rng, max_angle), float).reshape(s.info.nq) for s in self.subhinges]
+        parts = [np.asarray(s.info.random_q(rng, max_angle), float).reshape(s.info.nq) + (s.ref or 0.0)
+                 for s in self.subhinges]
         return np.array(self.to_hinge_order(list(np.concatenate(parts))) if parts else [], float)
 
     def key(self) -> str:
@@ -94,7 +112,7 @@ class HingeSpec:
         so a re-defined subhinge type never meets a cached derivation of the old one)."""
         return json.dumps({
             "type": self.hinge_type,
-            "subhinges": [[s.type, s.axis, s.pitch, s.info.fingerprint] for s in self.subhinges],
+            "subhinges": [s.key() for s in self.subhinges],
             "q_order": self.q_order, "u_order": self.u_order,
         }, sort_keys=True)
 
@@ -192,7 +210,7 @@ def check_pitch(value, where: str) -> float:
 def _check_no_repeated_axes(name: str, subs: list) -> None:
     for k in range(1, len(subs)):
         a, b = subs[k - 1], subs[k]
-        if a.type == b.type and a.axis is not None and b.axis is not None:
+        if a.type == b.type and a.axis is not None and b.axis is not None and a.anchor == b.anchor:
             if np.linalg.norm(np.cross(a.axis, b.axis)) < 1e-9:
                 raise ValueError(f"{name}: axes of subhinges {k - 1} and {k} ({a.type}) are parallel "
                                  f"({a.axis}, {b.axis}); the hinge would never have full rank")
@@ -326,6 +344,67 @@ def _bind_custom(**given):
     return _spec(name, subs, bound=_bound_items(given))
 
 
+#: MuJoCo's joint type names, accepted for a compound hinge's subhinges
+JOINT_ALIASES = {"HINGE": "PIN", "SLIDE": "LINEAR", "BALL": "SPHERICAL_QUAT"}
+_SERIAL_KEYS = ("type", "axis", "anchor", "ref", "pitch", "name")
+#: the compound hinge's default: two turns about different lines (anchors) and a slide, two with a ref
+_SERIAL_DEFAULT = ({"type": "PIN", "axis": X, "anchor": (0.0, 0.0, 0.1), "ref": 0.2},
+                   {"type": "PIN", "axis": Y, "anchor": (0.1, 0.0, 0.0)},
+                   {"type": "LINEAR", "axis": Z, "ref": 0.05})
+
+
+def _bind_serial(**given):
+    """The compound hinge: one hinge made of several subhinges in series (MuJoCo's several joints in one body,
+    Karana's compound hinge), each about its own anchor and axis.  ``joints``: a list of mappings
+    ``{type, axis, anchor, ref, pitch, name}`` in order, onode -> pnode: ``type`` a subhinge type (or MuJoCo's
+    ``hinge``, ``slide``, ``ball``); ``axis`` for the axis-bearing ones (default z); ``anchor`` the point the
+    subhinge turns about, in the body frame at the reference pose (default the origin; it has no effect on a
+    subhinge that does not rotate, and is dropped there); ``ref`` the coordinate of the reference pose for a
+    one-coordinate subhinge (MuJoCo's joint ``ref``: the subhinge moves by ``Q - ref``); ``pitch`` for a SCREW;
+    ``name`` a label only.  The subhinge moves as ``T(anchor) X(Q - ref) T(-anchor)``."""
+    name = "SERIAL"
+    p = _take(name, given, {"joints": _SERIAL_DEFAULT})
+    raw = p["joints"]
+    if isinstance(raw, (str, dict)) or not hasattr(raw, "__iter__") or not list(raw):
+        raise ValueError(f"{name}: parameter 'joints' must be a non-empty list of mappings {{type, axis, anchor, "
+                         f"ref, pitch}}, got {raw!r}")
+    subs = []
+    for i, j in enumerate(raw):
+        where = f"{name}: parameter 'joints'[{i}]"
+        if not isinstance(j, dict) or "type" not in j:
+            raise ValueError(f"{where}: expected a mapping with 'type' (and axis, anchor, ref, pitch), got {j!r}")
+        unknown = sorted(str(k) for k in j if k not in _SERIAL_KEYS)
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)} (accepted: {', '.join(_SERIAL_KEYS)})")
+        key = str(j["type"]).upper() if isinstance(j["type"], str) else None
+        key = JOINT_ALIASES.get(key, key)
+        if key not in SUBHINGE_TYPES:
+            raise ValueError(f"{where}: unknown subhinge type {j['type']!r} (known: {', '.join(SUBHINGE_TYPES)}, "
+                             f"or MuJoCo's hinge, slide, ball)")
+        info = SUBHINGE_TYPES[key]
+        axis = None
+        if info.has_axis:
+            axis = check_axis(j.get("axis", Z), f"{where}: 'axis'")
+        elif j.get("axis") is not None:
+            raise ValueError(f"{where}: {key} takes no axis")
+        pitch = check_pitch(j.get("pitch", DEFAULT_PITCH), f"{where}: 'pitch'") if info.has_pitch else None
+        anchor = None
+        if j.get("anchor") is not None:
+            a = np.asarray(j["anchor"], dtype=float) if not isinstance(j["anchor"], str) else None
+            if a is None or a.shape != (3,) or not np.all(np.isfinite(a)):
+                raise ValueError(f"{where}: 'anchor' must be 3 finite numbers, got {j['anchor']!r}")
+            if info.rotation is not None and np.any(a != 0):
+                anchor = tuple(float(x) for x in a)
+        ref = None
+        if j.get("ref") is not None:
+            if info.nq != 1:
+                raise ValueError(f"{where}: 'ref' needs a one-coordinate subhinge, {key} has {info.nq}")
+            r = check_pitch(j["ref"], f"{where}: 'ref'")
+            ref = r if r != 0.0 else None
+        subs.append(BoundSubhinge(key, axis, pitch, anchor, ref))
+    return _spec(name, subs, bound=_bound_items(given))
+
+
 # --------------------------------------------------------------------------------------------------
 # the table
 # --------------------------------------------------------------------------------------------------
@@ -359,6 +438,8 @@ _karana("PERPENDICULAR", ["LINEAR3", "PIN", "PIN"], "outboard Z stays perpendicu
 _karana("PARALLEL", ["LINEAR3", "PIN"], "outboard Z stays parallel to inboard Z", parallel_hinge_params, True)
 register("CUSTOM", None, "user list of subhinge types and axes",
          {"subhinges": _CUSTOM_DEFAULT, "axes": None, "pitch": DEFAULT_PITCH}, _bind_custom)
+register("SERIAL", None, "compound hinge: subhinges in series, each about its own anchor and axis, with a ref "
+         "(MuJoCo's several joints in one body)", {"joints": _SERIAL_DEFAULT}, _bind_serial)
 # Simbody Bushing: Q = (qx, qy, qz, px, py, pz), U = Q_dot; translate by p in the inboard frame, then
 # body-fixed X-Y-Z rotations.  Subhinge order is LINEAR3, PIN x, PIN y, PIN z, so the hinge's Q index of
 # subhinge-ordered coordinate j is (3, 4, 5, 0, 1, 2)[j].

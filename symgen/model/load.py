@@ -29,6 +29,7 @@ import numpy as np
 
 from .inertia import check_mass_fields, model_err, validate_inertias
 from .spec import NEWTONIAN, Body, Frame, LoopConstraint, Model, ModelError, Pose, rpy_matrix
+from .mjcf import MJCF_SUFFIXES, load_mjcf, root_tag
 from .urdf import load_urdf
 from .validate import Ctx, as_floats, check_keys, check_name, check_number, check_vector
 
@@ -249,8 +250,11 @@ def _syntax_error(e: Exception) -> str:
 
 
 def load_model(path, floating_base: bool = False, *, balance_inertia: bool = False,
-               accept_indefinite_inertia: bool = False, armature=None, lock=None) -> Model:
-    """Load a ``.yaml``/``.yml``/``.json`` model or a ``.urdf``.
+               accept_indefinite_inertia: bool = False, armature=None, lock=None,
+               loops_from_equality: bool = False) -> Model:
+    """Load a ``.yaml``/``.yml``/``.json`` model, a ``.urdf``, or an MJCF file (``.xml`` whose root element is
+    ``<mujoco>``: compiled by MuJoCo, read by :mod:`symgen.model.mjcf`; ``loops_from_equality`` turns its
+    ``connect`` equalities between bodies into BALL cut joints).
 
     ``floating_base`` adds FULL6DOF at the root.  ``balance_inertia`` replaces inertias that violate the
     triangle inequality by isotropic ones (MuJoCo's ``balanceinertia``, opt-in, with a warning);
@@ -263,11 +267,25 @@ def load_model(path, floating_base: bool = False, *, balance_inertia: bool = Fal
     if not p.exists():
         raise ModelError(f"{path}: no such file")
     suffix = p.suffix.lower()
-    if suffix == ".urdf":
+    if suffix in MJCF_SUFFIXES:
+        tag = root_tag(p)
+        if tag == "mujoco":
+            model = load_mjcf(p, loops_from_equality=loops_from_equality, balance_inertia=balance_inertia,
+                              accept_indefinite_inertia=accept_indefinite_inertia)
+            if floating_base:
+                raise ModelError(f"{path}: floating_base does not apply to MJCF (give the root body a <freejoint/>)")
+        elif tag == "robot":
+            model = load_urdf(p, floating_base=floating_base, balance_inertia=balance_inertia,
+                              accept_indefinite_inertia=accept_indefinite_inertia)
+        else:
+            raise ModelError(f"{path}: unknown XML model: root element <{tag}> (MJCF has <mujoco>, URDF <robot>)")
+    elif loops_from_equality:
+        raise ModelError(f"{path}: loops_from_equality applies to MJCF files only")
+    elif suffix == ".urdf":
         model = load_urdf(p, floating_base=floating_base, balance_inertia=balance_inertia,
                           accept_indefinite_inertia=accept_indefinite_inertia)
     elif suffix not in (".yaml", ".yml", ".json"):
-        raise ModelError(f"{path}: unknown model format '{suffix}' (use .yaml, .yml, .json or .urdf)")
+        raise ModelError(f"{path}: unknown model format '{suffix}' (use .yaml, .yml, .json, .urdf or MJCF .xml)")
     else:
         try:
             text = p.read_text()
@@ -339,7 +357,8 @@ def lock_hinges(model: Model, lock) -> Model:
                                           onode=Pose.from_matrix(X))
     bodies = [new.get(b.name, b) for b in model.bodies]
     locked = [f"hinge '{model.body(k).hinge_name}' locked" for k in new]
-    return dataclasses.replace(model, bodies=bodies, warnings=list(model.warnings) + locked)
+    return dataclasses.replace(model, bodies=bodies, warnings=list(model.warnings) + locked,
+                               mujoco=None)   # locked coordinates leave: Q is no longer MuJoCo's qpos
 
 
 def add_floating_base(model: Model) -> Model:
@@ -387,4 +406,4 @@ def to_physical_hinge(model: Model, loop: str, reverse: bool = False) -> Model:
     bodies = {b.name: (new if b.name == cb else b) for b in model.bodies}
     order = _topological(Ctx(model.source), bodies)
     return Model(model.name, order, model.frames, [x for x in model.loops if x.name != loop], model.gravity,
-                 model.source, list(model.warnings))
+                 model.source, list(model.warnings))   # (no mujoco: Q is no longer MuJoCo's qpos)

@@ -123,6 +123,8 @@ class Model:
     warnings: list = field(default_factory=list)
     #: names kept as runtime inputs of the dynamics instead of folded literals (symgen.model.parameters)
     parameters: list = field(default_factory=list)
+    #: a model read from MJCF: MuJoCo's sizes and where its quaternions sit in qpos (``mb.from_mujoco``)
+    mujoco: dict = None
 
     def body(self, name: str) -> Body:
         for b in self.bodies:

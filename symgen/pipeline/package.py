@@ -147,7 +147,8 @@ def _install_package(target: Path, files: dict, so: Path, manifest: dict, fast=N
 
 
 def build(path, floating_base: bool = False, out=None, progress=None, *, armature=None, lock=None,
-          balance_inertia: bool = False, accept_indefinite_inertia: bool = False, parameters=None, form: str = "auto"):
+          balance_inertia: bool = False, accept_indefinite_inertia: bool = False, parameters=None, form: str = "auto",
+          loops_from_equality: bool = False):
     """What :func:`symgen.build` runs (its docstring documents every option): read the model file with
     :func:`symgen.model.load_model`, then :func:`build_model`."""
     import dataclasses
@@ -155,12 +156,13 @@ def build(path, floating_base: bool = False, out=None, progress=None, *, armatur
     from ..model import Model, load_model
 
     if isinstance(path, Model):
-        if floating_base or armature or lock or balance_inertia or accept_indefinite_inertia:
+        if floating_base or armature or lock or balance_inertia or accept_indefinite_inertia or loops_from_equality:
             raise ValueError("symgen.build: a Model object is built as it is; loading options apply to files")
         model = path
     else:
         model = load_model(path, floating_base=floating_base, armature=armature, lock=lock,
-                           balance_inertia=balance_inertia, accept_indefinite_inertia=accept_indefinite_inertia)
+                           balance_inertia=balance_inertia, accept_indefinite_inertia=accept_indefinite_inertia,
+                           loops_from_equality=loops_from_equality)
     if parameters:
         if isinstance(parameters, str):
             parameters = [parameters]

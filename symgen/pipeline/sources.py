@@ -231,6 +231,8 @@ def model_sources(model, form: str = "auto"):
                 "frames": frames, "hinges": hinges, "hinge_specs": specs,
                 "loops": loop_manifest, "parts": parts, "forms": forms, "parameters": _parameters_manifest(model, layout),
                 "warnings": list(model.warnings)}
+    if model.mujoco is not None:
+        manifest["mujoco"] = dict(model.mujoco)
     return files, manifest
 
 

@@ -97,18 +97,68 @@ class MultibodyModel:
         except KeyError:
             raise KeyError(f"{self.name}: no hinge named {name!r} (hinges: {', '.join(self.hinge_names)})") from None
 
+    def _joint(self, name):
+        """A MuJoCo joint of a model read from MJCF: [q start, q end, u start, u end], or None."""
+        return (self.manifest.get("mujoco") or {}).get("joints", {}).get(name) if name not in self.hinge_names \
+            else None
+
     def q_slice(self, hinge: str) -> slice:
-        return slice(*self._hinge(hinge)["q"])
+        """Where a hinge's Q lives (a model read from MJCF: also each MuJoCo joint, e.g. one of a compound hinge)."""
+        j = self._joint(hinge)
+        return slice(j[0], j[1]) if j else slice(*self._hinge(hinge)["q"])
 
     def u_slice(self, hinge: str) -> slice:
-        return slice(*self._hinge(hinge)["u"])
+        """Where a hinge's U lives (a model read from MJCF: also each MuJoCo joint)."""
+        j = self._joint(hinge)
+        return slice(j[2], j[3]) if j else slice(*self._hinge(hinge)["u"])
 
     def neutral_q(self) -> np.ndarray:
-        """Identity quaternions, zero elsewhere."""
+        """The reference pose: identity quaternions, each coordinate's ref (a compound hinge's), zero elsewhere."""
         q = np.zeros(self.nq)
         for h in self.manifest["hinges"].values():
             q[slice(*h["q"])] = h["neutral_q"]
         return q
+
+    # ---- MuJoCo's coordinates (a model read from MJCF)
+    def _mujoco(self) -> dict:
+        info = self.manifest.get("mujoco")
+        if info is None:
+            raise ValueError(f"{self.name}: from_mujoco / to_mujoco need a model built from an MJCF file (with no "
+                             "hinge locked); this one was not")
+        return info
+
+    def from_mujoco(self, qpos, qvel=None):
+        """``(q, u)`` from MuJoCo's ``qpos`` and ``qvel`` (one state or a batch): Q is qpos with each quaternion
+        turned from MuJoCo's ``(w, x, y, z)`` to symgen's ``(x, y, z, w)``; U is qvel.  ``qvel=None``: only q."""
+        info = self._mujoco()
+        q = np.array(qpos, dtype=np.float64)
+        if q.shape[-1:] != (self.nq,) or q.ndim not in (1, 2):
+            raise ValueError(f"{self.name}: qpos must have shape ({self.nq},) or (N, {self.nq}), got {q.shape}")
+        for a in info["quat_adr"]:
+            q[..., a:a + 4] = np.asarray(qpos, np.float64)[..., [a + 1, a + 2, a + 3, a]]
+        if qvel is None:
+            return q
+        u = np.array(qvel, dtype=np.float64)
+        if u.shape[-1:] != (self.nu,) or u.shape[:-1] != q.shape[:-1]:
+            raise ValueError(f"{self.name}: qvel must have shape ({self.nu},) or (N, {self.nu}) matching qpos, "
+                             f"got {u.shape}")
+        return q, u
+
+    def to_mujoco(self, q, u=None):
+        """MuJoCo's ``(qpos, qvel)`` from ``(q, u)`` (one state or a batch); the converse of :meth:`from_mujoco`."""
+        info = self._mujoco()
+        qpos = np.array(q, dtype=np.float64)
+        if qpos.shape[-1:] != (self.nq,) or qpos.ndim not in (1, 2):
+            raise ValueError(f"{self.name}: q must have shape ({self.nq},) or (N, {self.nq}), got {qpos.shape}")
+        for a in info["quat_adr"]:
+            qpos[..., a:a + 4] = np.asarray(q, np.float64)[..., [a + 3, a, a + 1, a + 2]]
+        if u is None:
+            return qpos
+        qvel = np.array(u, dtype=np.float64)
+        if qvel.shape[-1:] != (self.nu,) or qvel.shape[:-1] != qpos.shape[:-1]:
+            raise ValueError(f"{self.name}: u must have shape ({self.nu},) or (N, {self.nu}) matching q, "
+                             f"got {qvel.shape}")
+        return qpos, qvel
 
     def hinge_kernels(self, hinge: str) -> HingeKernels:
         """The compiled kernels of one hinge (transform, coord_map, pose_gradient, ...)."""
