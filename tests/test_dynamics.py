@@ -27,21 +27,15 @@ pin = pytest.importorskip("pinocchio")
 # Pinocchio
 # ------------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def urdfs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("urdf-dyn")
-    (d / "arm7.urdf").write_text((ROOT / "examples" / "models" / "arm7.urdf").read_text())
-    (d / "rand21.urdf").write_text(random_urdf(21, 12))
-    return d
-
-
-ROBOTS = [(r, fb) for r in ("arm7", "rand21") for fb in (False, True)] + [("humanoid", True)]
+#: arm7 and the random URDF trees of tests/conftest.py's urdf_robots (the robots test_model_pinocchio checks the
+#: kinematics of: one build each per session), fixed and floating, and the floating humanoid
+ROBOTS = [(r, fb) for r in ("arm7", "rand11", "rand12") for fb in (False, True)] + [("humanoid", True)]
 
 
 @pytest.fixture(scope="module", params=ROBOTS, ids=[f"{r}-{'floating' if fb else 'fixed'}" for r, fb in ROBOTS])
-def robot(request, urdfs):
+def robot(request, urdf_robots):
     name, floating = request.param
-    path = str(urdfs / f"{name}.urdf") if name != "humanoid" else str(ROOT / "examples" / "models" / "humanoid.urdf")
+    path = str(urdf_robots / f"{name}.urdf") if name != "humanoid" else str(ROOT / "examples" / "models" / "humanoid.urdf")
     mb = symgen.build(path, floating_base=floating)
     pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
     return mb, pm, floating
