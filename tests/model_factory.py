@@ -20,15 +20,20 @@ def _pose(rng, scale=0.4):
 
 def tree_model(seed: int):
     """The random tree of every hinge type that several test files build (one compile per session, shared
-    through the build cache): random_tree_dict(seed) with CUSTOM's subhinges fixed per seed (3 or 7)."""
+    through the build cache): :func:`tree_dict` ``(seed)`` (seed 3 or 7)."""
     from symgen.model import model_from_dict
 
+    return model_from_dict(tree_dict(seed), f"<tree {seed}>")
+
+
+def tree_dict(seed: int, name=None) -> dict:
+    """The document of :func:`tree_model`: random_tree_dict(seed) with CUSTOM's subhinges fixed per seed (3 or 7)."""
     custom = {3: ["SPHERICAL", "LINEAR"], 7: ["LINEAR", "PIN", "LINEAR"]}[seed]
-    d = random_tree_dict(seed)
+    d = random_tree_dict(seed, name=name)
     for b in d["bodies"]:
         if b["hinge"]["type"] == "CUSTOM":
             b["hinge"]["subhinges"] = custom
-    return model_from_dict(d, f"<tree {seed}>")
+    return d
 
 
 def random_tree_dict(seed: int, types=None, name=None) -> dict:

@@ -176,7 +176,7 @@ def test_batched_dynamics_equal_single(tree):
         np.testing.assert_array_equal(M[i], tree.mass_matrix(Q[i]))
 
 
-@pytest.mark.parametrize("tree", [3], indirect=True, ids=["tree3"])  # one tree: test_per_kind_form has both
+@pytest.mark.parametrize("tree", [3], indirect=True, ids=["tree3"])  # one tree: test_per_kind_form has tree 7 too
 def test_per_kind_form_for_large_models_equals_straight_line(tree, monkeypatch):
     """Above symgen.soa's size limits the dynamics take the per-kind form (symgen.perkind) instead of
     straight-line code; both forms give the same numbers: the same equations in another order, so ID and M to 1e-12
