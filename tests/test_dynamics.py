@@ -14,7 +14,7 @@ import pytest
 
 import symgen
 from helpers import assert_close
-from model_factory import random_urdf, tree_model
+from model_factory import ALL_HINGES, armature_tree_model, random_urdf, tree_model
 from pin_maps import to_pin_q, u_map
 from symgen.model import model_from_dict
 from symgen.package import build_model
@@ -82,11 +82,24 @@ def _tree_model(seed):
     return tree_model(seed)
 
 
-@pytest.fixture(scope="module", params=[3, 7], ids=["tree3", "tree7"])
+@pytest.fixture(scope="module", params=[3, "armature7", "all_hinges"], ids=["tree3", "armature_tree7", "all_hinges"])
 def tree(request):
-    mb = build_model(_tree_model(request.param))
+    """The random trees of every hinge type of model_factory, each built once per session: tree 3, tree 7 with
+    armature on every moving hinge (CUSTOM LINEAR-PIN-LINEAR) and tree 7 rounded, without armature (the
+    all_hinges example, CUSTOM SPHERICAL-LINEAR)."""
+    if request.param == "all_hinges":
+        return symgen.build(ALL_HINGES)
+    mb = build_model(armature_tree_model() if request.param == "armature7" else _tree_model(request.param))
     mb.seed = request.param
     return mb
+
+
+def _armature(mb) -> np.ndarray:
+    """The rotor inertia of each U (zeros where the model has none)."""
+    a = np.zeros(mb.nu)
+    for h in mb.manifest["hinges"].values():
+        a[h["u"][0]:h["u"][1]] = h["armature"]
+    return a
 
 
 def _state(mb, rng):
@@ -126,10 +139,13 @@ def _body_energy_momentum(mb, q, u):
 
 
 def test_kinetic_energy_is_half_utmu(tree):
+    """1/2 U^T M U = the bodies' kinetic energy (plus the rotors' 1/2 armature U^2 where there is armature)."""
     rng = np.random.default_rng(1)
+    arm = _armature(tree)
     for _ in range(5):
         q, u = _state(tree, rng)
-        assert_close(0.5 * u @ tree.mass_matrix(q) @ u, _body_energy_momentum(tree, q, u)[0], 1e-10, "KE")
+        assert_close(0.5 * u @ tree.mass_matrix(q) @ u, _body_energy_momentum(tree, q, u)[0] + 0.5 * arm @ (u * u),
+                     1e-10, "KE")
 
 
 def test_external_forces_equal_jacobian_transpose(tree):
@@ -148,16 +164,17 @@ def test_external_forces_equal_jacobian_transpose(tree):
 
 
 def test_atbi_matrices(tree):
-    """D = H^T P H, G = P H D^-1, tauper = I - G H^T for every body (H: hinge map in the body frame,
-    recovered as the body-frame Jacobian columns of that hinge)."""
+    """D = H^T P H (+ the hinge's armature on the diagonal), G = P H D^-1, tauper = I - G H^T for every body
+    (H: hinge map in the body frame, recovered as the body-frame Jacobian columns of that hinge)."""
     rng = np.random.default_rng(3)
     q, _ = _state(tree, rng)
+    arm = _armature(tree)
     for b in tree.manifest["bodies"]:
         mats = tree.atbi_matrices(q, b["name"])
         H = tree.jacobian(q, b["name"])[:, tree.u_slice(b["hinge"])]
         P = mats["P"]
         assert_close(P, P.T, 1e-12, "P symmetric")
-        D = H.T @ P @ H
+        D = H.T @ P @ H + np.diag(arm[tree.u_slice(b["hinge"])])
         assert_close(mats["D"], D, 1e-10, f"D {b['name']}")
         if H.shape[1]:
             assert_close(mats["Dinv"], np.linalg.inv(D), 1e-9, "Dinv")

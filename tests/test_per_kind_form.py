@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import symgen
-from model_factory import tree_dict, tree_model
+from model_factory import armature_tree_model, tree_model
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "models"
@@ -27,45 +27,30 @@ PER_KIND = {"forward_dynamics": "per_kind", "inverse_dynamics": "per_kind", "mas
 STRAIGHT = {"forward_dynamics": "straight", "inverse_dynamics": "straight", "mass_matrix": "straight"}
 
 
-def _yaml(tmp, d) -> str:
-    import yaml
-
-    path = tmp / f"{d['name']}.yaml"
-    path.write_text(yaml.safe_dump(d))
-    return str(path)
-
-
 MODELS = ([(f.name, False) for f in sorted(EXAMPLES.glob("*.yaml"))]
           + [("arm6.urdf", False), ("arm7.urdf", False), ("quadruped.urdf", True), ("humanoid.urdf", True)]
           + [("random-tree-3", False), ("armature-tree-7", False), ("rand11", True)])
 
 
-def _build(name, floating, tmp, form, urdf_robots):
+def _build(name, floating, form, urdf_robots):
     if name.startswith("random-tree-"):  # the trees test_dynamics builds (one compile each per session)
         from symgen.package import build_model
 
         return build_model(tree_model(int(name.rsplit("-", 1)[1])), form=form)
-    if name == "armature-tree-7":    # armature on every hinge that moves (per-kind form: armature read at run time)
-        from symgen.hinges import bind  # on test_dynamics' tree 7 (every hinge type; its per-kind form is needed
-        from symgen.model import load_model  # only here, so the armature costs no third tree)
+    if name == "armature-tree-7":    # armature on every hinge that moves (per-kind form: armature read at run time):
+        from symgen.package import build_model  # tree 7 of model_factory, test_dynamics' and test_lanes' too
 
-        d = tree_dict(7, name="armature_tree7")
-        path = _yaml(tmp, d)
-        bodies = load_model(path).bodies   # the moving hinges, read without building the model
-        arm = {b.hinge_name: 0.01 * (1 + i) for i, b in enumerate(bodies)
-               if bind(b.hinge_type, **b.hinge_kwargs()).nu}
-        return symgen.build(path, armature=arm, form=form)
+        return build_model(armature_tree_model(), form=form)
     if name.startswith("rand"):      # a random URDF tree: test_model_pinocchio's (straight) and the one below (per-kind)
         return symgen.build(str(urdf_robots / f"{name}.urdf"), floating_base=floating, form=form)
     return symgen.build(str(EXAMPLES / name), floating_base=floating, form=form)
 
 
 @pytest.fixture(scope="module", params=MODELS, ids=[f"{m}{'-floating' if fb else ''}" for m, fb in MODELS])
-def model(request, tmp_path_factory, urdf_robots):
+def model(request, urdf_robots):
     """(the model as built by default: straight-line, the same model built with form="per_kind")."""
     name, floating = request.param
-    tmp = tmp_path_factory.mktemp("perkind")
-    straight, per_kind = (_build(name, floating, tmp, form, urdf_robots) for form in ("auto", "per_kind"))
+    straight, per_kind = (_build(name, floating, form, urdf_robots) for form in ("auto", "per_kind"))
     assert per_kind.forms == PER_KIND
     return straight, per_kind
 
