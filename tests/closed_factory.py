@@ -1,5 +1,10 @@
 """Random closed-chain models for tests: a random tree whose loops are closed, by construction, at a
-reference configuration (the target frame is placed where the source frame is at ``q_ref``)."""
+reference configuration (the target frame is placed where the source frame is at ``q_ref``).
+
+The placement needs the tree's frame poses at ``q_ref``: :func:`tree_poses` composes them in numpy from the
+hinges' own transforms (``Hinge.numeric("transform")``, the lambdified derivation) and the bodies' node poses,
+so the tree is not compiled just for that; the tests check that the built closed model's loops are closed at
+``q_ref`` (its compiled kinematics agree)."""
 from __future__ import annotations
 
 import numpy as np
@@ -39,10 +44,8 @@ def random_closed_chain(tmp_path, seed: int, cut_types, floating: bool = False, 
                        "frames": []})
         names.append(f"b{i}")
     doc = {"name": f"closed{seed}{'f' if floating else ''}", "gravity": [0.0, 0.0, -9.81], "bodies": bodies}
-    tree = tmp_path / f"{doc['name']}_tree.yaml"
-    tree.write_text(yaml.safe_dump(doc))
-    mb = symgen.build(tree)
-    q_ref = mb.sanitize(rng.uniform(-1.2, 1.2, mb.nq))
+    nq, sanitize, pose = tree_poses(doc)
+    q_ref = sanitize(rng.uniform(-1.2, 1.2, nq))
     parent = {b["name"]: b["parent"] for b in bodies}
 
     def ancestors(b):
@@ -59,14 +62,42 @@ def random_closed_chain(tmp_path, seed: int, cut_types, floating: bool = False, 
                 break
         src = _pose(rng, 0.3)
         bodies[names.index(a)]["frames"].append({"name": f"s{j}", **src})
-        XS = mb.frame_pose(q_ref, a) @ _mat(src)
-        XT = np.linalg.solve(mb.frame_pose(q_ref, b), XS)
+        XS = pose(q_ref, a) @ _mat(src)
+        XT = np.linalg.solve(pose(q_ref, b), XS)
         bodies[names.index(b)]["frames"].append({"name": f"t{j}", "xyz": XT[:3, 3].tolist(), "rpy": _rpy(XT[:3, :3])})
         loops.append({"name": f"loop{j}", "source": f"s{j}", "target": f"t{j}", "hinge": cut})
     doc["loops"] = loops
     path = tmp_path / f"{doc['name']}.yaml"
     path.write_text(yaml.safe_dump(doc))
     return doc, q_ref, path
+
+
+def tree_poses(doc):
+    """``(nq, sanitize, pose)`` of a tree document: its number of coordinates, ``sanitize(q)`` and
+    ``pose(q, body)`` (4x4 world pose of the body frame), in symgen's Q order (the loader's body order).  A body
+    frame is ``onode * X_hinge(q) * pnode^-1`` in its parent's body frame."""
+    from symgen.model import model_from_dict
+
+    model = model_from_dict(doc)
+    hinges, slices, n = {}, {}, 0
+    for b in model.bodies:
+        h = symgen.hinge(b.hinge_type, **b.hinge_kwargs())
+        hinges[b.name], slices[b.name] = h, slice(n, n + h.nq)
+        n += h.nq
+
+    def sanitize(q):
+        q = np.array(q, float)
+        for name, h in hinges.items():
+            q[slices[name]] = h.sanitize(q[slices[name]])
+        return q
+
+    def pose(q, body):
+        W = {"newtonian": np.eye(4)}
+        for b in model.bodies:
+            X = hinges[b.name].numeric("transform")(np.asarray(q, float)[slices[b.name]])
+            W[b.name] = W[b.parent] @ b.onode.matrix @ X @ np.linalg.inv(b.pnode.matrix)
+        return W[body]
+    return n, sanitize, pose
 
 
 def _mat(pose):

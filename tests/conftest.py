@@ -1,5 +1,6 @@
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,26 @@ def isolated_cache(tmp_path_factory):
         os.environ.pop("SYMGEN_CACHE_DIR", None)
     else:
         os.environ["SYMGEN_CACHE_DIR"] = old
+
+
+#: the random URDF robots (tests/model_factory.random_urdf(seed, 10)) that several files compare with Pinocchio
+RANDOM_URDF_SEEDS = (11, 12)
+
+
+@pytest.fixture(scope="session")
+def urdf_robots(tmp_path_factory):
+    """One directory per session with arm7.urdf (the bundled example) and rand11.urdf, rand12.urdf (random
+    trees of revolute, continuous, prismatic and fixed joints), shared by test_model_pinocchio, test_dynamics
+    and test_per_kind_form: a model is named after its file, so each robot (fixed or floating base, each form)
+    is generated and compiled once per session, whichever files use it."""
+    from model_factory import random_urdf
+
+    d = tmp_path_factory.mktemp("urdf-robots")
+    root = Path(__file__).resolve().parents[1]
+    (d / "arm7.urdf").write_text((root / "examples" / "models" / "arm7.urdf").read_text())
+    for seed in RANDOM_URDF_SEEDS:
+        (d / f"rand{seed}.urdf").write_text(random_urdf(seed, 10))
+    return d
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -1,6 +1,8 @@
 """Random models for tests: trees mixing every hinge type, and random URDF trees for Pinocchio."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 import symgen
@@ -18,17 +20,44 @@ def _pose(rng, scale=0.4):
     return {"xyz": rng.uniform(-scale, scale, 3).tolist(), "rpy": rng.uniform(-np.pi, np.pi, 3).tolist()}
 
 
+#: random_tree_dict(7) rounded, with CUSTOM (SPHERICAL, LINEAR): the bundled example that test_lanes and
+#: test_per_kind_form build anyway, so the tests take it for the tree of seed 7 without armature (no compile of its own)
+ALL_HINGES = Path(__file__).resolve().parents[1] / "examples" / "models" / "all_hinges.yaml"
+
+
 def tree_model(seed: int):
     """The random tree of every hinge type that several test files build (one compile per session, shared
-    through the build cache): random_tree_dict(seed) with CUSTOM's subhinges fixed per seed (3 or 7)."""
+    through the build cache): :func:`tree_dict` ``(seed)`` (seed 3; seed 7 is :data:`ALL_HINGES` and, with
+    armature, :func:`armature_tree_model`)."""
     from symgen.model import model_from_dict
 
+    return model_from_dict(tree_dict(seed), f"<tree {seed}>")
+
+
+def armature_tree_model():
+    """The random tree of seed 7 (:func:`tree_dict`: CUSTOM LINEAR-PIN-LINEAR) with armature (rotor inertia) on
+    every hinge that moves, 0.01 (1 + i) per U of the i-th body: what test_dynamics, test_lanes, test_load_checks
+    and test_per_kind_form (both forms) build as their tree 7 (one compile per form and session)."""
+    from symgen.hinges import bind
+    from symgen.model import model_from_dict
+
+    d = tree_dict(7, name="armature_tree7")
+    for i, b in enumerate(d["bodies"]):
+        params = {k: v for k, v in b["hinge"].items() if k not in ("type", "name")}
+        nu = bind(b["hinge"]["type"], **params).nu
+        if nu:
+            b["hinge"]["armature"] = [0.01 * (1 + i)] * nu
+    return model_from_dict(d, "<armature tree 7>")
+
+
+def tree_dict(seed: int, name=None) -> dict:
+    """The document of :func:`tree_model`: random_tree_dict(seed) with CUSTOM's subhinges fixed per seed (3 or 7)."""
     custom = {3: ["SPHERICAL", "LINEAR"], 7: ["LINEAR", "PIN", "LINEAR"]}[seed]
-    d = random_tree_dict(seed)
+    d = random_tree_dict(seed, name=name)
     for b in d["bodies"]:
         if b["hinge"]["type"] == "CUSTOM":
             b["hinge"]["subhinges"] = custom
-    return model_from_dict(d, f"<tree {seed}>")
+    return d
 
 
 def random_tree_dict(seed: int, types=None, name=None) -> dict:

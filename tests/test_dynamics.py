@@ -14,7 +14,7 @@ import pytest
 
 import symgen
 from helpers import assert_close
-from model_factory import random_urdf, tree_model
+from model_factory import ALL_HINGES, armature_tree_model, random_urdf, tree_model
 from pin_maps import to_pin_q, u_map
 from symgen.model import model_from_dict
 from symgen.pipeline.package import build_model
@@ -27,21 +27,15 @@ pin = pytest.importorskip("pinocchio")
 # Pinocchio
 # ------------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def urdfs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("urdf-dyn")
-    (d / "arm7.urdf").write_text((ROOT / "examples" / "models" / "arm7.urdf").read_text())
-    (d / "rand21.urdf").write_text(random_urdf(21, 12))
-    return d
-
-
-ROBOTS = [(r, fb) for r in ("arm7", "rand21") for fb in (False, True)] + [("humanoid", True)]
+#: arm7 and the random URDF trees of tests/conftest.py's urdf_robots (the robots test_model_pinocchio checks the
+#: kinematics of: one build each per session), fixed and floating, and the floating humanoid
+ROBOTS = [(r, fb) for r in ("arm7", "rand11", "rand12") for fb in (False, True)] + [("humanoid", True)]
 
 
 @pytest.fixture(scope="module", params=ROBOTS, ids=[f"{r}-{'floating' if fb else 'fixed'}" for r, fb in ROBOTS])
-def robot(request, urdfs):
+def robot(request, urdf_robots):
     name, floating = request.param
-    path = str(urdfs / f"{name}.urdf") if name != "humanoid" else str(ROOT / "examples" / "models" / "humanoid.urdf")
+    path = str(urdf_robots / f"{name}.urdf") if name != "humanoid" else str(ROOT / "examples" / "models" / "humanoid.urdf")
     mb = symgen.build(path, floating_base=floating)
     pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
     return mb, pm, floating
@@ -88,11 +82,24 @@ def _tree_model(seed):
     return tree_model(seed)
 
 
-@pytest.fixture(scope="module", params=[3, 7], ids=["tree3", "tree7"])
+@pytest.fixture(scope="module", params=[3, "armature7", "all_hinges"], ids=["tree3", "armature_tree7", "all_hinges"])
 def tree(request):
-    mb = build_model(_tree_model(request.param))
+    """The random trees of every hinge type of model_factory, each built once per session: tree 3, tree 7 with
+    armature on every moving hinge (CUSTOM LINEAR-PIN-LINEAR) and tree 7 rounded, without armature (the
+    all_hinges example, CUSTOM SPHERICAL-LINEAR)."""
+    if request.param == "all_hinges":
+        return symgen.build(ALL_HINGES)
+    mb = build_model(armature_tree_model() if request.param == "armature7" else _tree_model(request.param))
     mb.seed = request.param
     return mb
+
+
+def _armature(mb) -> np.ndarray:
+    """The rotor inertia of each U (zeros where the model has none)."""
+    a = np.zeros(mb.nu)
+    for h in mb.manifest["hinges"].values():
+        a[h["u"][0]:h["u"][1]] = h["armature"]
+    return a
 
 
 def _state(mb, rng):
@@ -132,10 +139,13 @@ def _body_energy_momentum(mb, q, u):
 
 
 def test_kinetic_energy_is_half_utmu(tree):
+    """1/2 U^T M U = the bodies' kinetic energy (plus the rotors' 1/2 armature U^2 where there is armature)."""
     rng = np.random.default_rng(1)
+    arm = _armature(tree)
     for _ in range(5):
         q, u = _state(tree, rng)
-        assert_close(0.5 * u @ tree.mass_matrix(q) @ u, _body_energy_momentum(tree, q, u)[0], 1e-10, "KE")
+        assert_close(0.5 * u @ tree.mass_matrix(q) @ u, _body_energy_momentum(tree, q, u)[0] + 0.5 * arm @ (u * u),
+                     1e-10, "KE")
 
 
 def test_external_forces_equal_jacobian_transpose(tree):
@@ -154,16 +164,17 @@ def test_external_forces_equal_jacobian_transpose(tree):
 
 
 def test_atbi_matrices(tree):
-    """D = H^T P H, G = P H D^-1, tauper = I - G H^T for every body (H: hinge map in the body frame,
-    recovered as the body-frame Jacobian columns of that hinge)."""
+    """D = H^T P H (+ the hinge's armature on the diagonal), G = P H D^-1, tauper = I - G H^T for every body
+    (H: hinge map in the body frame, recovered as the body-frame Jacobian columns of that hinge)."""
     rng = np.random.default_rng(3)
     q, _ = _state(tree, rng)
+    arm = _armature(tree)
     for b in tree.manifest["bodies"]:
         mats = tree.atbi_matrices(q, b["name"])
         H = tree.jacobian(q, b["name"])[:, tree.u_slice(b["hinge"])]
         P = mats["P"]
         assert_close(P, P.T, 1e-12, "P symmetric")
-        D = H.T @ P @ H
+        D = H.T @ P @ H + np.diag(arm[tree.u_slice(b["hinge"])])
         assert_close(mats["D"], D, 1e-10, f"D {b['name']}")
         if H.shape[1]:
             assert_close(mats["Dinv"], np.linalg.inv(D), 1e-9, "Dinv")
@@ -182,7 +193,7 @@ def test_batched_dynamics_equal_single(tree):
         np.testing.assert_array_equal(M[i], tree.mass_matrix(Q[i]))
 
 
-@pytest.mark.parametrize("tree", [3], indirect=True, ids=["tree3"])  # one tree: test_per_kind_form has both
+@pytest.mark.parametrize("tree", [3], indirect=True, ids=["tree3"])  # one tree: test_per_kind_form has tree 7 too
 def test_per_kind_form_for_large_models_equals_straight_line(tree, monkeypatch):
     """Above symgen.algorithms.soa's size limits the dynamics take the per-kind form (symgen.codegen.perkind) instead of
     straight-line code; both forms give the same numbers: the same equations in another order, so ID and M to 1e-12

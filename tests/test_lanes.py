@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import symgen
-from model_factory import tree_model
+from model_factory import armature_tree_model, tree_model
 from symgen.codegen.emit import LANE_WIDTH as W
 from symgen.pipeline.package import build_model
 
@@ -23,8 +23,12 @@ EXAMPLES = sorted(p for p in (ROOT / "examples" / "models").iterdir() if p.suffi
 SIZES = (1, W - 1, W, W + 3, 3 * W + 1)
 
 
-@pytest.fixture(scope="module", params=[p.name for p in EXAMPLES] + ["quadruped.urdf:floating", "tree3", "tree7"])
+@pytest.fixture(scope="module", params=[p.name for p in EXAMPLES] + ["quadruped.urdf:floating", "tree3", "armature_tree7"])
 def model(request):
+    """Every example and model_factory's random trees of every hinge type (tree 7 without armature is the
+    all_hinges example, with armature armature_tree7)."""
+    if request.param == "armature_tree7":
+        return build_model(armature_tree_model())
     if request.param.startswith("tree"):
         return build_model(tree_model(int(request.param[4:])))
     path, _, floating = request.param.partition(":")   # the floating quadruped: the same build as test_dynamics'

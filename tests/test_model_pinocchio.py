@@ -16,27 +16,19 @@ pin = pytest.importorskip("pinocchio")
 
 import symgen  # noqa: E402
 from helpers import assert_close  # noqa: E402
-from model_factory import random_urdf  # noqa: E402
 from pin_maps import to_pin_q, u_map  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ROBOTS = ["arm7", "rand11", "rand12"]
 
 
-@pytest.fixture(scope="module")
-def urdf_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("urdf")
-    (d / "arm7.urdf").write_text((ROOT / "examples" / "models" / "arm7.urdf").read_text())
-    for seed in (11, 12):
-        (d / f"rand{seed}.urdf").write_text(random_urdf(seed, 10))
-    return d
-
-
 @pytest.fixture(scope="module", params=[(r, fb) for r in ROBOTS for fb in (False, True)],
                 ids=[f"{r}-{'floating' if fb else 'fixed'}" for r in ROBOTS for fb in (False, True)])
-def pair(request, urdf_dir):
+def pair(request, urdf_robots):
+    """arm7 and two random URDF trees (random_urdf(11 | 12, 10)), from tests/conftest.py's urdf_robots: the
+    robots test_dynamics compares with Pinocchio too (one build each per session)."""
     robot, floating = request.param
-    path = str(urdf_dir / f"{robot}.urdf")
+    path = str(urdf_robots / f"{robot}.urdf")
     mb = symgen.build(path, floating_base=floating)
     pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
     return mb, pm, floating

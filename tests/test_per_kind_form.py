@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import symgen
-from model_factory import random_tree_dict, random_urdf, tree_model
+from model_factory import armature_tree_model, tree_model
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "models"
@@ -27,47 +27,30 @@ PER_KIND = {"forward_dynamics": "per_kind", "inverse_dynamics": "per_kind", "mas
 STRAIGHT = {"forward_dynamics": "straight", "inverse_dynamics": "straight", "mass_matrix": "straight"}
 
 
-def _yaml(tmp, d) -> str:
-    import yaml
-
-    path = tmp / f"{d['name']}.yaml"
-    path.write_text(yaml.safe_dump(d))
-    return str(path)
-
-
 MODELS = ([(f.name, False) for f in sorted(EXAMPLES.glob("*.yaml"))]
           + [("arm6.urdf", False), ("arm7.urdf", False), ("quadruped.urdf", True), ("humanoid.urdf", True)]
-          + [("random-tree-3", False), ("random-tree-7", False), ("random-urdf-5", True), ("armature-tree", False)])
+          + [("random-tree-3", False), ("armature-tree-7", False), ("rand11", True)])
 
 
-def _build(name, floating, tmp, form):
+def _build(name, floating, form, urdf_robots):
     if name.startswith("random-tree-"):  # the trees test_dynamics builds (one compile each per session)
         from symgen.pipeline.package import build_model
 
         return build_model(tree_model(int(name.rsplit("-", 1)[1])), form=form)
-    if name == "armature-tree":      # armature on every hinge that moves (per-kind form: armature read at run time)
-        from symgen.hinges import bind
-        from symgen.model import load_model
+    if name == "armature-tree-7":    # armature on every hinge that moves (per-kind form: armature read at run time):
+        from symgen.pipeline.package import build_model  # tree 7 of model_factory, test_dynamics' and test_lanes' too
 
-        d = random_tree_dict(5, name="armature_tree")
-        path = _yaml(tmp, d)
-        bodies = load_model(path).bodies   # the moving hinges, read without building the model
-        arm = {b.hinge_name: 0.01 * (1 + i) for i, b in enumerate(bodies)
-               if bind(b.hinge_type, **b.hinge_kwargs()).nu}
-        return symgen.build(path, armature=arm, form=form)
-    if name.startswith("random-urdf-"):
-        path = tmp / f"{name}.urdf"
-        path.write_text(random_urdf(int(name.rsplit("-", 1)[1]), 9))
-        return symgen.build(str(path), floating_base=floating, form=form)
+        return build_model(armature_tree_model(), form=form)
+    if name.startswith("rand"):      # a random URDF tree: test_model_pinocchio's (straight) and the one below (per-kind)
+        return symgen.build(str(urdf_robots / f"{name}.urdf"), floating_base=floating, form=form)
     return symgen.build(str(EXAMPLES / name), floating_base=floating, form=form)
 
 
 @pytest.fixture(scope="module", params=MODELS, ids=[f"{m}{'-floating' if fb else ''}" for m, fb in MODELS])
-def model(request, tmp_path_factory):
+def model(request, urdf_robots):
     """(the model as built by default: straight-line, the same model built with form="per_kind")."""
     name, floating = request.param
-    tmp = tmp_path_factory.mktemp("perkind")
-    straight, per_kind = (_build(name, floating, tmp, form) for form in ("auto", "per_kind"))
+    straight, per_kind = (_build(name, floating, form, urdf_robots) for form in ("auto", "per_kind"))
     assert per_kind.forms == PER_KIND
     return straight, per_kind
 
@@ -105,15 +88,11 @@ def test_per_kind_form_identities(model):
 
 
 @pytest.mark.parametrize("robot,floating", [("arm7", False), ("quadruped", True), ("rand11", True)])
-def test_per_kind_form_agrees_with_pinocchio(robot, floating, tmp_path):
+def test_per_kind_form_agrees_with_pinocchio(robot, floating, urdf_robots):
     pin = pytest.importorskip("pinocchio")
     from pin_maps import compare_with_pinocchio
 
-    if robot.startswith("rand"):
-        path = tmp_path / f"{robot}.urdf"
-        path.write_text(random_urdf(int(robot[4:]), 10))
-    else:
-        path = EXAMPLES / f"{robot}.urdf"
+    path = urdf_robots / f"{robot}.urdf" if robot.startswith("rand") else EXAMPLES / f"{robot}.urdf"
     mb = symgen.build(str(path), floating_base=floating, form="per_kind")
     pm = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating
           else pin.buildModelFromUrdf(str(path)))

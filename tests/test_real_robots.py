@@ -159,9 +159,13 @@ def test_massless_tip_is_named_at_build_time(massless_tip):
         mb.forward_dynamics(q, np.zeros(mb.nu), np.zeros(mb.nu))
 
 
+#: rotor inertia on the massless tip's hinge (without it its D is singular) and on the arm's two joints
+TIP_ARMATURE = {"thumb": 0.002, "j1": 0.05, "j2": [0.01]}
+
+
 @pytest.mark.parametrize("floating", [False, True], ids=["fixed", "floating"])
 def test_armature_matches_pinocchio(massless_tip, floating):
-    armature = {"thumb": 0.002, "j1": 0.05, "j2": [0.01]}
+    armature = TIP_ARMATURE
     mb = symgen.build(massless_tip, floating_base=floating, armature=armature)
     assert not mb.singular_hinges
     pm = pin.buildModelFromUrdf(massless_tip, pin.JointModelFreeFlyer()) if floating else \
@@ -200,8 +204,10 @@ def test_armature_in_a_model_file_and_errors(tmp_path):
 
 
 def test_locking_a_hinge_removes_its_rows_and_columns(massless_tip):
-    full = symgen.build(massless_tip, armature={"thumb": 0.002})
-    locked = symgen.build(massless_tip, lock=["thumb"])
+    """The full model is test_armature_matches_pinocchio's (a cache hit); the locked one keeps the armature of the
+    joints that still move, so its M is the full M without the thumb's row and column."""
+    full = symgen.build(massless_tip, armature=TIP_ARMATURE)
+    locked = symgen.build(massless_tip, lock=["thumb"], armature={h: a for h, a in TIP_ARMATURE.items() if h != "thumb"})
     assert not locked.singular_hinges and locked.nu == full.nu - 1
     keep = [i for i in range(full.nu) if i != full.u_slice("thumb").start]
     rng = np.random.default_rng(2)
