@@ -173,3 +173,18 @@ def test_the_strict_check_stops_early_but_misses_no_warning(tmp_path, body, warn
         strict_check(tmp_path / "w.c", "test")
     (tmp_path / "ok.c").write_text("int f(int x) { return x; }\n")
     strict_check(tmp_path / "ok.c", "test")
+
+
+def test_hinge_sources_do_not_depend_on_which_spelling_was_cached_first(tmp_path, monkeypatch):
+    """PIN(), PIN(axis=(0, 0, 1)) and PIN(axis=(0.0, 0.0, 1.0)) share one derivation; each hinge's C carries its
+    own label, whichever spelling reached the cache first (else one model's C, and its module hash, would depend
+    on the cache's history)."""
+    monkeypatch.setenv("SYMGEN_CACHE_DIR", str(tmp_path / "cache"))
+    from symgen.pipeline.sources import hinge_sources
+
+    spellings = [symgen.hinge("PIN"), symgen.hinge("PIN", axis=(0, 0, 1)), symgen.hinge("PIN", axis=(0.0, 0.0, 1.0))]
+    first = [hinge_sources(h, "pin")[0]["pin.c"] for h in spellings]
+    second = [hinge_sources(h, "pin")[0]["pin.c"] for h in reversed(spellings)][::-1]
+    assert first == second
+    for h, c in zip(spellings, first):
+        assert h.spec.label() in c

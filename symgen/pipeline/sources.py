@@ -54,7 +54,10 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
     build does no sympy work."""
     from ..hinges.derive import derivation_key
 
-    key = hashlib.sha256(f"{derivation_key(h.spec)}|{slug}|{_render_fingerprint(template_path)}".encode()).hexdigest()[:24]
+    # the label too: it is printed in the C (as the user spelled the parameters: PIN() and PIN(axis=(0, 0, 1)) have
+    # one derivation but two labels), so that the same model always gets the same C and module hash
+    key = hashlib.sha256(f"{derivation_key(h.spec)}|{slug}|{h.spec.label()}|{_render_fingerprint(template_path)}"
+                         .encode()).hexdigest()[:24]
     def make():
         from ..codegen import emit, render
 
