@@ -355,7 +355,7 @@ def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loo
     if not loops:
         return {"loops": []}
     bodies = body_infos(model, layout, slugs, index)
-    infos = [lp.LoopInfo(i=i, A=index[d["source_body"]], B=index[d["target_body"]],
+    infos = [lp.LoopInfo(i=i, A=index.get(d["source_body"], -1), B=index.get(d["target_body"], -1),
                          **{k: v for k, v in d.items() if k not in ("source_body", "target_body")})
              for i, d in enumerate(loops)]
     io = soa.ArrayIO(ML)
@@ -496,7 +496,7 @@ def _frame_rows(model, index) -> list:
     """The frames in the manifest's order (newtonian, the bodies, the extra body-fixed frames): (name, body
     index or -1 for newtonian, pose on that body as R row-major + p)."""
     rows = [("newtonian", -1, _IDENTITY12)] + [(b.name, k, _IDENTITY12) for k, b in enumerate(model.bodies)]
-    return rows + [(f.name, index[f.body], [float(x) for x in _pose12(f.pose)]) for f in model.frames]
+    return rows + [(f.name, index.get(f.body, -1), [float(x) for x in _pose12(f.pose)]) for f in model.frames]
 
 
 def _frame_tables(model, index) -> dict:
