@@ -294,9 +294,11 @@ class MultibodyModel:
         """T by Newton-Euler (gravity included).  ``out`` as in :meth:`forward_dynamics`.
 
         On a model with loops, without ``actuated`` this is the cut tree's T (the loops carry no force).
-        ``actuated=[hinge, ...]`` solves the closed chain instead: given a motion consistent with the loops,
-        returns ``(T, {loop: lambda})`` with T nonzero only on the actuated hinges, the least-squares (and
-        minimum-norm where redundant) solution of ``ID_tree = S T_a + G_c^T lambda``."""
+        ``actuated=[hinge or loop, ...]`` solves the closed chain instead: given a motion consistent with the
+        loops, returns ``(T, {loop: lambda})`` with T nonzero only on the actuated hinges, the least-squares
+        (and minimum-norm where redundant) solution of ``ID_tree = S T_a + G_c^T lambda``; a loop's name
+        actuates its cut joint, whose generalized force is the result's ``.cut[loop]``
+        (:func:`symgen.runtime.loops.closed_inverse_dynamics`)."""
         if actuated is not None:
             return _loops.closed_inverse_dynamics(self, q, u, udot, actuated, f_ext=f_ext, gravity=gravity)
         b = self.binding
