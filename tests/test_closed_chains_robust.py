@@ -223,3 +223,41 @@ def test_ground_frame_queries(mechanisms):
     assert rel(rel_T, np.eye(4)) < 1e-10
     with pytest.raises(ValueError, match="acts on nothing"):
         mb.forward_dynamics(m.q, u, np.zeros(mb.nu), f_ext={"g1_src": np.ones(6)}, tree=True)
+
+
+@pytest.mark.parametrize("key", ["ground", "branches", "shared"])
+def test_interbody_forces_match_pinocchio_multipliers(mechanisms, key):
+    """``mb.interbody_forces`` (Karana's getInterBodyForceTAFwdDyn: at the source node, source axes, the sign of
+    a force on the target) against constraintDynamics' ``lambda_c``: Pinocchio's contact force acts on frame 1
+    (the source; LOCAL axes of the source frame, [F; N] order), so the force on the target is ``-lambda``; a PIN
+    cut's two points (the origin and one unit along the source's z) sum to the wrench at the origin.
+    ``node="target"`` is the same wrench moved to the target frame."""
+    from pin_closed import PROX
+
+    m = mechanisms(key)
+    mb, maps, q = m.mb, m.maps, m.q
+    for v, tau in m.states(21):
+        pd = m.pm.createData()
+        cds = [cm.createData() for cm in m.cms]
+        pin.initConstraintDynamics(m.pm, pd, m.cms, cds)
+        pin.constraintDynamics(m.pm, pd, m.qp, v, tau, m.cms, cds, pin.ProximalSettings(*PROX))
+        lam, o, want = np.array(pd.lambda_c), 0, {}
+        for lc in m.doc["loops"]:
+            if lc["hinge"] == "BALL":
+                N, F, o = np.zeros(3), -lam[o:o + 3], o + 3
+            elif lc["hinge"] == "LOCKED":
+                F, N, o = -lam[o:o + 3], -lam[o + 3:o + 6], o + 6
+            else:                                                # PIN: two points on the source's z axis
+                l1, l2, o = lam[o:o + 3], lam[o + 3:o + 6], o + 6
+                F, N = -(l1 + l2), np.cross([0.0, 0.0, 1.0], -l2)
+            want[lc["name"]] = np.r_[N, F]
+        assert o == lam.size
+        u = u_matrix(maps, q) @ v
+        T = from_pin_tau(maps, q, tau)
+        got, tgt = mb.interbody_forces(q, u, T), mb.interbody_forces(q, u, T, node="target")
+        for name, f in want.items():
+            assert rel(got[name], f) < 1e-9, (key, name, got[name], f)
+            X = np.linalg.solve(mb.frame_pose(q, mb.loop(name).source), mb.frame_pose(q, mb.loop(name).target))
+            R, l = X[:3, :3], X[:3, 3]                            # f_S = phi(S, T) f_T
+            fT = tgt[name]
+            assert rel(np.r_[R @ fT[:3] + np.cross(l, R @ fT[3:]), R @ fT[3:]], got[name]) < 1e-12
