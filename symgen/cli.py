@@ -327,7 +327,7 @@ def cmd_info(args, ui) -> int:
            f"{len(model.bodies) + len(model.frames) + 1} frames, {_plural(len(loops), 'loop')}"
            + (f" ({_plural(n_c, 'constraint row')}; their rank, and so the degrees of freedom, is found at run "
               "time)" if loops else ""))
-    ui.out(NEWTONIAN)
+    ui.out(NEWTONIAN + (f"  frames: {', '.join(frames[NEWTONIAN])}" if frames.get(NEWTONIAN) else ""))
 
     def walk(parent, prefix):
         kids = children.get(parent, [])

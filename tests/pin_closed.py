@@ -167,6 +167,8 @@ def _slices(doc) -> dict:
 def world_poses(doc, q) -> dict:
     """{body or frame name: 4x4 world pose} at symgen coordinates q, plain numpy forward kinematics."""
     by, sl, W = _bodies(doc), _slices(doc), {NEWTONIAN: np.eye(4)}
+    for f in doc.get("frames", []):                 # frames fixed on the newtonian
+        W[f["name"]] = pose_matrix(f)
     for n in symgen_order(doc):
         b = by[n]
         W[n] = W[b["parent"]] @ pose_matrix(b.get("onode")) @ hinge_transform(b["hinge"], q[sl[n][0]]) \
@@ -370,6 +372,10 @@ def pinocchio_model(doc):
     g = np.asarray(doc.get("gravity", [0.0, 0.0, -9.81]), float)
     pm.gravity = pin.Motion(np.r_[g, 0.0, 0.0, 0.0])
     jid_of, bframe_of = {NEWTONIAN: 0}, {NEWTONIAN: 0}
+    # the newtonian and the frames fixed on it: frames of the universe joint (no Jacobian columns)
+    pm.addFrame(pin.Frame(NEWTONIAN, 0, 0, pin.SE3.Identity(), pin.FrameType.OP_FRAME))
+    for f in doc.get("frames", []):
+        pm.addFrame(pin.Frame(f["name"], 0, 0, se3(pose_matrix(f)), pin.FrameType.OP_FRAME))
     for n in depth_first_order(doc):
         b = by[n]
         h, parent = b["hinge"], b["parent"]
@@ -661,3 +667,178 @@ def pin_constrained_fd(pm, cmodels, q_pin, v_pin, tau_pin, doc=None, check=True,
     assert err_null < tol, f"constraintDynamics and the null-space solve differ by {err_null:.3g}"
     assert err_kkt is None or err_kkt < tol, f"constraintDynamics and the KKT solve differ by {err_kkt:.3g}"
     return a
+
+
+# ------------------------------------------------------------------ mechanisms a new user would write
+#: rank of the cut types the generic oracle handles (a virtual chain of the cut's subhinges welded to the target)
+GENERIC_RANK = {"UJOINT": 4, "CUSTOM": 4}
+POINT_CUTS = ("BALL", "LOCKED", "PIN")
+
+
+def _cut_type(lc) -> str:
+    return (lc["hinge"]["type"] if isinstance(lc["hinge"], dict) else lc["hinge"]).upper()
+
+
+def _cut_rank(lc) -> int:
+    t = _cut_type(lc)
+    if t == "CUSTOM":
+        return 6 - len(lc["hinge"]["subhinges"])
+    return CUT_RANK.get(t) or GENERIC_RANK[t]
+
+
+def mechanism(seed: int, bodies, loops, name: str, tries: int = 40):
+    """``(doc, q_ref)``: a mechanism of fixed topology with random geometry, closed at a random q_ref.
+
+    ``bodies``: ``[(name, parent, hinge type)]`` (PIN / SLIDER get random unit axes); ``loops``:
+    ``[(loop name, source side, target side, cut)]`` where a side is a body name, ``"newtonian"`` (the node is
+    the newtonian frame itself) or ``"ground"`` (a new frame fixed on the newtonian, in the document's top-level
+    ``frames:``).  A body side gets a random frame; the other side is placed where it is at q_ref (a newtonian
+    side: the body side's frame is put at the world origin).  Geometry is redrawn until the loops' rows are
+    independent at q_ref (rank = the sum of the cuts' ranks, Pinocchio's kinematics) and at least one degree of
+    freedom is left."""
+    for attempt in range(tries):
+        rng = np.random.default_rng(1000 * seed + attempt)
+        docb = []
+        for n, parent, t in bodies:
+            m = float(rng.uniform(0.5, 3.0))
+            hinge = {"type": t, "name": f"h_{n}"}
+            if t in ("PIN", "SLIDER"):
+                hinge["axis"] = _unit(rng)
+            docb.append({"name": n, "parent": parent, "mass": m, "com": rng.uniform(-0.2, 0.2, 3).tolist(),
+                         "inertia": _inertia(rng, m), "hinge": hinge, "onode": _pose(rng), "pnode": _pose(rng, 0.2),
+                         "frames": []})
+        doc = {"name": name, "gravity": [0.0, 0.0, -9.81], "bodies": docb, "frames": [], "loops": []}
+        by = _bodies(doc)
+        q_ref = random_q(doc, rng)
+        W = world_poses(doc, q_ref)
+        for lname, a, b, cut in loops:
+            sides = {}
+            if NEWTONIAN in (a, b):
+                F = np.eye(4)
+            elif a in by:
+                F = W[a] @ pose_matrix(_pose(rng, 0.3))
+            elif b in by:
+                F = W[b] @ pose_matrix(_pose(rng, 0.3))
+            else:
+                raise ValueError(f"loop {lname}: one side must be a body")
+            for key, side in (("source", a), ("target", b)):
+                fname = f"{lname}_{'src' if key == 'source' else 'tgt'}"
+                if side == NEWTONIAN:
+                    sides[key] = NEWTONIAN
+                    continue
+                if side == "ground":
+                    X = F
+                    doc["frames"].append({"name": fname, "xyz": X[:3, 3].tolist(),
+                                          "quat": matrix_quat(X[:3, :3]).tolist()})
+                else:
+                    X = inv(W[side]) @ F
+                    by[side]["frames"].append({"name": fname, "xyz": X[:3, 3].tolist(),
+                                               "quat": matrix_quat(X[:3, :3]).tolist()})
+                sides[key] = fname
+            doc["loops"].append({"name": lname, **sides, "hinge": cut})
+        pm, maps = pinocchio_model(doc)
+        J, _ = all_cut_rows(pm, doc, to_pin_q(maps, q_ref))
+        want = sum(_cut_rank(lc) for lc in doc["loops"])
+        if null_space(J)[1] == want and pm.nv - want >= 1:
+            return doc, q_ref
+    raise ValueError(f"{name}: no geometry with independent loop rows in {tries} tries")
+
+
+def _virtual_chain(lc):
+    """The cut joint's subhinges as (kind, unit axis): UJOINT = PIN x then PIN y (DESIGN.md), CUSTOM as given."""
+    t = _cut_type(lc)
+    if t == "UJOINT":
+        return [("PIN", (1.0, 0.0, 0.0)), ("PIN", (0.0, 1.0, 0.0))]
+    if t == "CUSTOM":
+        return list(zip(lc["hinge"]["subhinges"], [tuple(map(float, a)) for a in lc["hinge"]["axes"]]))
+    if t == "PIN":
+        return [("PIN", tuple(map(float, lc["hinge"].get("axis", (0, 0, 1))) if isinstance(lc["hinge"], dict)
+                               else (0.0, 0.0, 1.0)))]
+    raise ValueError(f"cut type {t} not supported by the virtual-chain oracle")
+
+
+def augmented_model(pm, doc, loops):
+    """``(pa, [(E frame id, T frame id, virtual v columns)])``: Pinocchio's model plus, per loop in ``loops``,
+    a chain of massless joints (the cut joint's subhinges: RevoluteUnaligned / PrismaticUnaligned) from the
+    source frame to a frame E; the cut joint is then a weld of E to the target (6 rows), its own coordinates
+    the virtual joints'."""
+    pa = pin.Model(pm)
+    out = []
+    for lc in loops:
+        fs = pa.frames[pa.getFrameId(lc["source"])]
+        parent, place, first = fs.parentJoint, pin.SE3(fs.placement), None
+        for k, (kind, axis) in enumerate(_virtual_chain(lc)):
+            a = np.asarray(axis, float) / np.linalg.norm(axis)
+            jm = pin.JointModelRevoluteUnaligned(a) if kind == "PIN" else pin.JointModelPrismaticUnaligned(a)
+            parent = pa.addJoint(parent, jm, place, f"{lc['name']}_virtual{k}")
+            first = pa.joints[parent].idx_v if first is None else first
+            place = pin.SE3.Identity()
+        e = pa.addFrame(pin.Frame(f"{lc['name']}_E", parent, 0, pin.SE3.Identity(), pin.FrameType.OP_FRAME))
+        out.append((e, pa.getFrameId(lc["target"]), slice(first, pa.joints[parent].idx_v + 1)))
+    return pa, out
+
+
+def _fit_virtual(pa, pd, qa, E, T, cols, nq_real, nv_real):
+    """Gauss-Newton on the virtual joints' q (revolute / prismatic: one q per v, after the real ones) to weld
+    E onto T."""
+    qs = slice(nq_real + cols.start - nv_real, nq_real + cols.stop - nv_real)
+    for _ in range(100):
+        pin.framesForwardKinematics(pa, pd, qa)
+        err = pin.log6(pd.oMf[E].actInv(pd.oMf[T])).vector
+        if np.max(np.abs(err)) < 1e-15:
+            break
+        pin.computeJointJacobians(pa, pd, qa)
+        J = pin.getFrameJacobian(pa, pd, E, pin.LOCAL)[:, cols]
+        qa[qs] += np.linalg.lstsq(J, err, rcond=None)[0]
+    return qa
+
+
+def generic_cut_rows(pm, doc, q_pin, v_pin=None, loops=None):
+    """``(G, gamma)`` of the cuts in ``loops`` (default: the UJOINT / CUSTOM loops of ``doc``) by the virtual
+    chain: with the weld's relative Jacobian ``[Jr Jv]`` (E minus T, world axes, Pinocchio's frame Jacobians)
+    and drift ``g`` (E's minus T's classical acceleration at a = 0 and the virtual joints' rates w with
+    ``Jr v + Jv w = 0``), the rows on the real coordinates are ``N^T Jr`` and ``N^T g``, N the left null space of
+    Jv (the virtual joints are massless and unactuated: the weld's force does no work on them)."""
+    loops = [lc for lc in doc.get("loops", []) if _cut_type(lc) in GENERIC_RANK] if loops is None else loops
+    if not loops:
+        return np.zeros((0, pm.nv)), np.zeros(0)
+    v = np.zeros(pm.nv) if v_pin is None else v_pin
+    pa, welds = augmented_model(pm, doc, loops)
+    pd = pa.createData()
+    qa = np.r_[q_pin, np.zeros(pa.nq - pm.nq)]
+    for E, T, cols in welds:
+        qa = _fit_virtual(pa, pd, qa, E, T, cols, pm.nq, pm.nv)
+    pin.framesForwardKinematics(pa, pd, qa)
+    for E, T, _ in welds:
+        assert np.max(np.abs(pin.log6(pd.oMf[E].actInv(pd.oMf[T])).vector)) < 1e-12, "the cut joint cannot reach"
+    pin.computeJointJacobians(pa, pd, qa)
+    Gs, gs, w = [], [], np.zeros(pa.nv - pm.nv)
+    Jrel = {}
+    for E, T, cols in welds:
+        J = np.vstack([pin.getFrameJacobian(pa, pd, f, pin.LOCAL_WORLD_ALIGNED) for f in (E,)]) \
+            - pin.getFrameJacobian(pa, pd, T, pin.LOCAL_WORLD_ALIGNED)
+        Jrel[E] = J
+        vc = slice(cols.start - pm.nv, cols.stop - pm.nv)
+        w[vc] = -np.linalg.lstsq(J[:, cols], J[:, :pm.nv] @ v, rcond=None)[0]
+    va = np.r_[v, w]
+    pin.forwardKinematics(pa, pd, qa, va, np.zeros(pa.nv))
+    pin.updateFramePlacements(pa, pd)
+    for E, T, cols in welds:
+        J = Jrel[E]
+        assert np.max(np.abs(J @ va)) < 1e-11 * max(1.0, np.max(np.abs(va))), "the velocity opens the loop"
+        acc = [pin.getFrameClassicalAcceleration(pa, pd, f, pin.LOCAL_WORLD_ALIGNED).vector for f in (E, T)]
+        g = acc[0] - acc[1]
+        U, s, _ = np.linalg.svd(J[:, cols])
+        N = U[:, (cols.stop - cols.start):]
+        Gs.append(N.T @ J[:, :pm.nv])
+        gs.append(N.T @ g)
+    return np.vstack(Gs), np.concatenate(gs)
+
+
+def all_cut_rows(pm, doc, q_pin, v_pin=None):
+    """``(J, gamma)`` of every loop: the point cuts (BALL / LOCKED / PIN) by :func:`loop_kinematics`, the others
+    by :func:`generic_cut_rows`; ``J a + gamma = 0`` are the acceleration constraints."""
+    point = {**doc, "loops": [lc for lc in doc.get("loops", []) if _cut_type(lc) in POINT_CUTS]}
+    k = loop_kinematics(pm, point, q_pin, v_pin)
+    G, g = generic_cut_rows(pm, doc, q_pin, v_pin)
+    return np.vstack([k["J"], G]), np.r_[k["acc"], g]

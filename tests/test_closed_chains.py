@@ -203,6 +203,30 @@ def test_closed_inverse_dynamics_round_trip(fourbar):
         assert np.max(np.abs(udot - udot_ref)) < 1e-9 * max(1.0, np.max(np.abs(udot_ref)))
 
 
+def test_cut_joint_actuation_matches_crank(fourbar):
+    """The four-bar driven by its cut joint (``actuated=["closure"]``) instead of the crank: the cut joint's
+    generalized force, as node forces (``sp_external_force_from_t``), reproduces Udot through TA forward
+    dynamics, and it delivers the crank's power, T_cut U_h = T_crank u_crank (the constraint forces do no
+    work on a consistent velocity)."""
+    rng = np.random.default_rng(8)
+    c = fourbar.loop("closure")
+    for q1 in (0.4, 2.0):
+        q, u = closed_state(fourbar, q1, rng.normal())
+        udot = fourbar.forward_dynamics(q, u, rng.normal(size=3))
+        T_crank, _ = fourbar.inverse_dynamics(q, u, udot, actuated=["crank"])
+        res = fourbar.inverse_dynamics(q, u, udot, actuated=["closure"])
+        T, lam = res
+        assert not np.any(T) and set(res.cut) == {"closure"} and set(lam) == {"closure"}
+        back = fourbar.forward_dynamics(q, u, T, f_ext=c.sp_external_force_from_t(res.cut["closure"], q=q,
+                                                                                    as_f_ext=True))
+        assert np.max(np.abs(back - udot)) < 1e-9 * max(1.0, np.max(np.abs(udot)))
+        p_crank = float(T_crank @ u)
+        p_cut = float(res.cut["closure"] @ c.residuals(q, u)["u"])
+        assert abs(p_cut - p_crank) < 1e-10 * max(1.0, abs(p_crank))
+    with pytest.raises(KeyError, match="neither a hinge nor a loop"):
+        fourbar.inverse_dynamics(q, u, udot, actuated=["nowhere"])
+
+
 def test_project_with_fixed_crank(fourbar):
     """Drive the crank, solve the rest: the crank keeps its Q and U; the result matches the reference's
     closed-form assembly (same branch from a nearby guess)."""

@@ -2,7 +2,8 @@
 
 A loop (Karana's LoopConstraintCutJoint) names a source frame S on body A, a target frame T on body B and a
 cut-joint hinge h that runs from S (its oframe) to a frame E (its pframe).  The loop is closed when E
-coincides with T; the constrained directions are the ortho complement ``OC`` of h's coord map (6 x n_res,
+coincides with T (A or B may be the newtonian, index -1: a loop to the ground, whose node has no body, zero
+velocity, the newtonian's acceleration and no columns in M^-1); the constrained directions are the ortho complement ``OC`` of h's coord map (6 x n_res,
 ``n_res = 6 - nU(h)``): LOCKED welds the frames, BALL joins the origins, PIN joins the origins and aligns
 the axes.
 
@@ -56,8 +57,8 @@ class LoopInfo:
 
     i: int                  # index in the model's loops
     name: str
-    A: int                  # source body index
-    B: int                  # target body index
+    A: int                  # source body index (-1: the newtonian, the ground)
+    B: int                  # target body index (-1: the newtonian)
     AS_R: list              # source frame pose on body A (R 9, l 3)
     AS_l: list
     BT_R: list              # target frame pose on body B
@@ -153,9 +154,17 @@ def relative_pose(T, bodies, kin, L: LoopInfo):
     return _mat3(T, RSt, RT), _rot(RSt, _sub(T, lT, lS), T)
 
 
-def node_velocities(T, X, L: LoopInfo, V):
-    """(V_S at S in S axes, V_T at T in T axes) from the bodies' velocities (or accelerations) V."""
-    return phiT(T, L.AS_R, L.AS_l, V[L.A]), phiT(T, L.BT_R, L.BT_l, V[L.B])
+def _of(V, k, ground):
+    """Body k's entry of V; a node on the newtonian (k = -1) has no body: ``ground`` (zero velocity, or the
+    newtonian's acceleration: gravity's [0; -g] in a pass that runs with it)."""
+    return ground if k < 0 else V[k]
+
+
+def node_velocities(T, X, L: LoopInfo, V, ground=None):
+    """(V_S at S in S axes, V_T at T in T axes) from the bodies' velocities (or accelerations) V; ``ground``:
+    the newtonian's (default zero) for a node on it."""
+    g = [0.0] * 6 if ground is None else ground
+    return phiT(T, L.AS_R, L.AS_l, _of(V, L.A, g)), phiT(T, L.BT_R, L.BT_l, _of(V, L.B, g))
 
 
 def relative_velocity(T, X, L, V):
@@ -165,9 +174,10 @@ def relative_velocity(T, X, L, V):
     return _sub(T, VT, XV), XV
 
 
-def relative_acceleration(T, X, L, alpha, W=None, XV=None):
-    """Wdot = alpha_T - phi^T(S, T) alpha_S (+ crm(W) phi^T(S, T) V_S when velocities are given)."""
-    aS, aT = node_velocities(T, X, L, alpha)
+def relative_acceleration(T, X, L, alpha, W=None, XV=None, ground=None):
+    """Wdot = alpha_T - phi^T(S, T) alpha_S (+ crm(W) phi^T(S, T) V_S when velocities are given); ``ground``:
+    the newtonian's acceleration in the pass that made ``alpha`` (gravity's [0; -g] in the ATBI's)."""
+    aS, aT = node_velocities(T, X, L, alpha, ground)
     out = _sub(T, aT, phiT(T, X[0], X[1], aS))
     if W is not None:
         out = [T.add(x, y) for x, y in zip(out, crm(T, W, XV))]
@@ -388,6 +398,8 @@ def _node_forces(T, bodies, loops, cfs, Xs, lam_rows):
         fT_all.append(fT)
         fS = [T.neg(x) for x in phi(T, X[0], X[1], fT)]                      # -f_T at S, S axes
         for k, f in ((L.B, phi(T, L.BT_R, L.BT_l, fT)), (L.A, phi(T, L.AS_R, L.AS_l, fS))):
+            if k < 0:                           # the ground's side: it takes the force, nothing moves
+                continue
             forces[k] = [T.add(x, y) for x, y in zip(forces[k], f)] if k in forces else f
     return forces, fT_all
 
@@ -401,7 +413,8 @@ def ta_forward_dynamics(T, bodies, loops, nu, io, model, layout):
     T.comment("1. free accelerations: kinematics, ATBI tip to base (P, D, G kept), base to tip")
     kin = soa.velocities(T, bodies, u)
     step = soa.atbi_factor(T, bodies, kin, Tin, lambda k: io.f_ext(T, k))
-    udot_f, alpha_f = soa.atbi_accelerations(T, bodies, kin, step, soa.gravity_acceleration(T, io.gravity(T)))
+    g0 = soa.gravity_acceleration(T, io.gravity(T))
+    udot_f, alpha_f = soa.atbi_accelerations(T, bodies, kin, step, g0)
     V = [k["V"] for k in kin]
     nc = sum(L.n_res for L in loops)
     T.comment("2. each loop: X_ST, W, the constraint rows K and K a_free (T's free acceleration relative to S)")
@@ -410,7 +423,7 @@ def ta_forward_dynamics(T, bodies, loops, nu, io, model, layout):
         X = relative_pose(T, bodies, kin, L)
         W, XV = relative_velocity(T, X, L, V)
         cf = CutFrame(T, L, X, model, fit=not L.constant_map)
-        aT, _ = cf.free_acceleration(W, relative_acceleration(T, X, L, alpha_f, W, XV))
+        aT, _ = cf.free_acceleration(W, relative_acceleration(T, X, L, alpha_f, W, XV, ground=g0))
         Xs.append(X)
         cfs.append(cf)
         rhs += cf.rows(aT)

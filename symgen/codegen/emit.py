@@ -355,7 +355,7 @@ def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loo
     if not loops:
         return {"loops": []}
     bodies = body_infos(model, layout, slugs, index)
-    infos = [lp.LoopInfo(i=i, A=index[d["source_body"]], B=index[d["target_body"]],
+    infos = [lp.LoopInfo(i=i, A=index.get(d["source_body"], -1), B=index.get(d["target_body"], -1),
                          **{k: v for k, v in d.items() if k not in ("source_body", "target_body")})
              for i, d in enumerate(loops)]
     io = soa.ArrayIO(ML)
@@ -363,12 +363,27 @@ def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loo
     def trace(fn):
         return _trace_function(lambda T, bodies, nu: fn(T, bodies, infos, nu, io, name, ML), bodies, ML.nu,
                                _HingeCalls(layout, slugs))
+    lines = {"loop_errors_lines": trace(lp.loop_errors), "loop_stab_lines": trace(lp.loop_stab),
+             "loop_jacobian_lines": trace(lp.loop_jacobian), "ta_lines": trace(lp.ta_forward_dynamics)}
     return {"loops": [{"i": L.i, "name": L.name, "q0": _c_array(L.neutral_q or [0.0]), "nres": L.n_res, "nq": L.nq,
                        "slug": L.slug} for L in infos],
             "max_nc": max(1, ML.nc), "nc": ML.nc, "loop_errors_size": ML.loop_errors_size,
             "ta_p_size": ML.ta_params.size, "ta_out_size": ML.ta_out.size, "jac_size": ML.loop_jacobian.size,
-            "loop_errors_lines": trace(lp.loop_errors), "loop_stab_lines": trace(lp.loop_stab),
-            "loop_jacobian_lines": trace(lp.loop_jacobian), "ta_lines": trace(lp.ta_forward_dynamics)}
+            "loop_helpers_unused": _unused_loop_helpers(lines), **lines}
+
+
+#: the optional helpers of ``helpers/loops.c`` (each guarded by ``#ifndef SG_LOOP_NO_<NAME>``) and the helpers
+#: that call them: a model whose cut joints have no coordinates (LOCKED only) calls neither, and an unused static
+#: function does not compile under -Werror
+_LOOP_HELPERS = {"sg_cut_fit_q": (), "sg_lstsq6": ("sg_cut_fit_q",)}
+
+
+def _unused_loop_helpers(lines: dict) -> list:
+    """The ``SG_LOOP_NO_<NAME>`` guards of the optional loop helpers that no traced loop function calls."""
+    text = "\n".join(x for ls in lines.values() for x in ls)
+    used = {h for h in _LOOP_HELPERS if f"{h}(" in text}
+    used |= {h for h, callers in _LOOP_HELPERS.items() if used & set(callers)}
+    return [f"SG_LOOP_NO_{h[3:].upper()}" for h in _LOOP_HELPERS if h not in used]
 
 
 def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), form: str = "auto") -> dict:
@@ -481,7 +496,7 @@ def _frame_rows(model, index) -> list:
     """The frames in the manifest's order (newtonian, the bodies, the extra body-fixed frames): (name, body
     index or -1 for newtonian, pose on that body as R row-major + p)."""
     rows = [("newtonian", -1, _IDENTITY12)] + [(b.name, k, _IDENTITY12) for k, b in enumerate(model.bodies)]
-    return rows + [(f.name, index[f.body], [float(x) for x in _pose12(f.pose)]) for f in model.frames]
+    return rows + [(f.name, index.get(f.body, -1), [float(x) for x in _pose12(f.pose)]) for f in model.frames]
 
 
 def _frame_tables(model, index) -> dict:

@@ -15,8 +15,11 @@ Format (keys not listed are errors)::
         pnode: {xyz: [0, 0, 0]}                     # on this body; optional
         frames:                                     # optional named body-fixed frames
           - {name: star_tracker, xyz: [0.5, 0, 1], rpy: [0, 0, 0]}
+    frames:                       # optional frames fixed on the newtonian (ground anchors for loops)
+      - {name: anchor, xyz: [1, 0, 0], rpy: [0, 0, 0]}
     loops:                        # optional cut joints (closed chains): the hinge runs from the source frame
       - {name: closure, source: frameA, target: frameB, hinge: BALL}   # or hinge: {type: PIN, axis: [0, 0, 1]}
+      - {name: grounded, source: anchor, target: frameC, hinge: PIN}   # newtonian or a ground frame as a node
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from .mjcf import MJCF_SUFFIXES, load_mjcf, root_tag
 from .urdf import load_urdf
 from .validate import Ctx, as_floats, check_keys, check_name, check_number, check_vector
 
-TOP_KEYS = {"name", "gravity", "bodies", "loops"}
+TOP_KEYS = {"name", "gravity", "bodies", "frames", "loops"}
 BODY_KEYS = {"name", "parent", "mass", "com", "inertia", "hinge", "onode", "pnode", "frames"}
 POSE_KEYS = {"xyz", "rpy", "quat"}
 FRAME_KEYS = {"name", "xyz", "rpy", "quat"}
@@ -184,6 +187,17 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
                 raise ctx.err(fw, f"duplicate frame name '{fname}'")
             frame_names.add(fname)
             frames.append(Frame(fname, bname, _pose_fields(ctx, fw, f)))
+    gl = data.get("frames", []) or []
+    if not isinstance(gl, list):
+        raise ctx.err("model", "field 'frames' must be a list (frames fixed on the newtonian)")
+    for j, f in enumerate(gl):
+        fw = f"frames[{j}] (on '{NEWTONIAN}')"
+        check_keys(ctx, fw, f, FRAME_KEYS, required=("name",))
+        fname = check_name(ctx, fw, f["name"])
+        if fname in frame_names:
+            raise ctx.err(fw, f"duplicate frame name '{fname}'")
+        frame_names.add(fname)
+        frames.append(Frame(fname, NEWTONIAN, _pose_fields(ctx, fw, f)))
     for b in bodies.values():
         if b.parent != NEWTONIAN and b.parent not in bodies:
             raise ctx.err(f"body '{b.name}'", f"unknown parent '{b.parent}'")
@@ -192,7 +206,7 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
     raw_loops = data.get("loops", []) or []
     if not isinstance(raw_loops, list):
         raise ctx.err("model", "field 'loops' must be a list")
-    frame_body = {**{b: b for b in bodies}, **{f.name: f.body for f in frames}}
+    frame_body = {NEWTONIAN: NEWTONIAN, **{b: b for b in bodies}, **{f.name: f.body for f in frames}}
     loop_names = set()
     for i, lc in enumerate(raw_loops):
         where = f"loops[{i}]"
@@ -206,8 +220,8 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
         loop_names.add(lname)
         for k in ("source", "target"):
             if not isinstance(lc[k], str) or lc[k] not in frame_body:
-                raise ctx.err(where, f"field '{k}': unknown frame {lc[k]!r} (a body or a body's named frame; "
-                                     f"'newtonian' cannot be a loop node: give a body-fixed frame instead)")
+                raise ctx.err(where, f"field '{k}': unknown frame {lc[k]!r} (a body, a body's named frame, "
+                                     f"'{NEWTONIAN}' or a frame fixed on it)")
         if frame_body[lc["source"]] == frame_body[lc["target"]]:
             raise ctx.err(where, f"source '{lc['source']}' and target '{lc['target']}' are on the same body "
                                  f"'{frame_body[lc['source']]}': the loop constrains nothing")
@@ -388,13 +402,16 @@ def to_physical_hinge(model: Model, loop: str, reverse: bool = False) -> Model:
     if loop not in loops:
         raise ModelError(f"{model.source or model.name}: no loop named {loop!r} (loops: {', '.join(loops) or 'none'})")
     lc = loops[loop]
-    frame_of = {b.name: (b.name, Pose()) for b in model.bodies}
+    frame_of = {NEWTONIAN: (NEWTONIAN, Pose()), **{b.name: (b.name, Pose()) for b in model.bodies}}
     frame_of.update({f.name: (f.body, f.pose) for f in model.frames})
     (pb, on), (cb, pn) = frame_of[lc.source], frame_of[lc.target]
     if reverse:
         (pb, on), (cb, pn) = (cb, pn), (pb, on)
-    child = model.body(cb)
     where = f"{model.source or model.name}: loop '{loop}'"
+    if cb == NEWTONIAN:
+        raise ModelError(f"{where}: to_physical_hinge cannot make '{NEWTONIAN}' a child (its node is on the ground); "
+                         f"use reverse={not reverse}")
+    child = model.body(cb)
     if child.parent != NEWTONIAN or H.bind(child.hinge_type, **child.hinge_kwargs()).nu != 6:
         raise ModelError(f"{where}: to_physical_hinge needs the new child body '{cb}' to be a base body (parent "
                          f"'{NEWTONIAN}') with a 6-dof hinge; it has parent '{child.parent}' and hinge "

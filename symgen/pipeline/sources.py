@@ -226,7 +226,7 @@ def model_sources(model, form: str = "auto"):
     for b in model.bodies:
         frames[b.name] = {"body": index[b.name], "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}
     for f in model.frames:
-        frames[f.name] = {"body": index[f.body], "R": [list(r) for r in f.pose.R], "p": list(f.pose.xyz)}
+        frames[f.name] = {"body": index.get(f.body, -1), "R": [list(r) for r in f.pose.R], "p": list(f.pose.xyz)}
     manifest = {"name": name, "model": model.name, "source": str(model.source), "nq": qo, "nu": uo,
                 "nb": len(model.bodies), "gravity": list(model.gravity),
                 "bodies": [{"name": b.name, "parent": b.parent, "hinge": b.hinge_name, "mass": b.mass,
@@ -256,6 +256,7 @@ def _loop_specs(model, files, hinge_specs):
     from ..model.load import place_nodes
 
     frame_of = {b.name: (b.name, Pose()) for b in model.bodies}
+    frame_of["newtonian"] = ("newtonian", Pose())          # a loop node on the ground (no body: -1 below)
     frame_of.update({f.name: (f.body, f.pose) for f in model.frames})
     specs, manifest = [], []
     for lc in model.loops:

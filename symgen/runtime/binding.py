@@ -219,7 +219,7 @@ class ModelBinding:
         for name, f in f_ext.items():
             b, R, l = self.frame(name)
             if b < 0:
-                raise ValueError(f"{self.name}: f_ext on 'newtonian' acts on nothing")
+                raise ValueError(f"{self.name}: f_ext on {name!r} (fixed on 'newtonian') acts on nothing")
             f = np.broadcast_to(np.asarray(f, dtype=float), (n, 6))
             RN, RF = f[:, :3] @ R.T, f[:, 3:] @ R.T   # phi(b, f) f: [R N + l x R F; R F]
             F[:, b, :3] += RN + np.cross(l, RF)
@@ -392,9 +392,9 @@ class ModelBinding:
         ``X_bf`` has ``J_f = phi^T(b, f) J_b``."""
         b, Rbf, lbf = self.frame(frame)
         n = Q.shape[0]
-        if b < 0:  # newtonian
+        if b < 0:  # newtonian, or a frame fixed on it: its placement, no Jacobian columns
             z = np.zeros((n, 6, self.nu))
-            return np.broadcast_to(np.eye(3), (n, 3, 3)).copy(), np.zeros((n, 3)), z, z.copy()
+            return np.broadcast_to(Rbf, (n, 3, 3)).copy(), np.broadcast_to(lbf, (n, 3)).copy(), z, z.copy()
         R, p, J, Jd = self.bodies(Q, U)
         R, p, J, Jd = R[:, b], p[:, b], J[:, b], Jd[:, b]
         return R @ Rbf, p + R @ lbf, _phiT_apply(Rbf, lbf, J), _phiT_apply(Rbf, lbf, Jd)

@@ -78,6 +78,19 @@ class LoopConstraint:
         """The cut joint's best-fit Q (its pframe as close to the target as the hinge allows)."""
         return self.residuals(q)["q"]
 
+    def cut_force_map(self, q) -> np.ndarray:
+        """F = H (H^T H)^-1 (6 x nU of the cut joint): its generalized force T_cut -> the least-norm wrench
+        ``F T_cut`` on the target node (target axes, ``H^T F T_cut = T_cut``), H the cut joint's coord map at
+        its best-fit Q."""
+        if not self.nu:
+            return np.zeros((6, 0))
+        from .hinge_kernels import HingeKernels
+
+        hk = HingeKernels(self._mb.binding, self._mb.manifest["hinge_specs"][self._slug])
+        qh = self.cut_q(q) if self.nq else np.zeros(0)
+        H = hk.coord_map(qh)
+        return H @ np.linalg.inv(H.T @ H)
+
     def sp_external_force_from_t(self, T_cut, q=None, as_f_ext: bool = False):
         """Cut-joint generalized forces -> equal and opposite spatial forces at the two nodes (Karana's
         ``spExternalForceFromT``): once the joint is cut its T no longer enters the tree dynamics, so it is
@@ -94,12 +107,7 @@ class LoopConstraint:
             raise ValueError(f"{mb.name}: loop '{self.name}': T_cut must have {self.nu} entries (the cut joint's "
                              f"U), got {T_cut.shape[0]}")
         q = mb.neutral_q() if q is None else np.asarray(q, dtype=float)
-        from .hinge_kernels import HingeKernels
-
-        hk = HingeKernels(mb.binding, mb.manifest["hinge_specs"][self._slug])
-        qh = self.cut_q(q) if self.nq else np.zeros(0)
-        H = hk.coord_map(qh) if self.nu else np.zeros((6, 0))
-        fE = H @ np.linalg.solve(H.T @ H, T_cut) if self.nu else np.zeros(6)
+        fE = self.cut_force_map(q) @ T_cut
         # E -> T is the identity when the loop is closed; X_ST from the frame poses
         XS, XT = mb.frame_pose(q, self.source), mb.frame_pose(q, self.target)
         XST = np.linalg.solve(XS, XT)
@@ -112,7 +120,8 @@ class LoopConstraint:
             return fS, fT
         F = np.zeros((mb.nb, 6))
         for frame, f in ((self.source, fS), (self.target, fT)):
-            F += mb.binding.fext(1, {frame: f})[0]
+            if mb.binding.frame(frame)[0] >= 0:             # a node on the ground takes its force: nothing moves
+                F += mb.binding.fext(1, {frame: f})[0]
         return F
 
 
@@ -237,24 +246,74 @@ def project(mb, q, u=None, fixed=None, tol: float = 1e-12, max_iter: int = 50, m
     return q, u
 
 
+class ClosedInverseDynamics(tuple):
+    """What ``mb.inverse_dynamics(..., actuated=...)`` returns on a closed chain: the pair ``(T, lam)`` (so
+    ``T, lam = mb.inverse_dynamics(...)`` unpacks it), plus ``cut``: ``{loop name: the cut joint's generalized
+    force (its nU)}`` for each loop named in ``actuated`` (empty when none is)."""
+
+    def __new__(cls, T, lam, cut):
+        self = super().__new__(cls, (T, lam))
+        self.cut = cut
+        return self
+
+    @property
+    def T(self):
+        return self[0]
+
+    @property
+    def lam(self):
+        return self[1]
+
+
+def _relative_jacobian(mb, q, c):
+    """J_W (6 x nU): U -> W = V_T - phi^T(S, T) V_S, the target's velocity relative to the source at the
+    target's origin in target axes (a node on the newtonian has no columns)."""
+    JS, JT = mb.jacobian(q, c.source), mb.jacobian(q, c.target)
+    X = np.linalg.solve(mb.frame_pose(q, c.source), mb.frame_pose(q, c.target))
+    R, l = X[:3, :3], X[:3, 3]
+    w, v = JS[:3], JS[3:]
+    return JT - np.vstack([R.T @ w, R.T @ (v + np.cross(w.T, l).T)])
+
+
 def closed_inverse_dynamics(mb, q, u, udot, actuated, f_ext=None, gravity=None):
     """Actuator forces and constraint multipliers of a closed chain moving with (Q, U, Udot) (consistent
-    with the loops): least squares of ``ID_tree(Q, U, Udot) = S T_a + G_c^T lambda`` over the actuated
-    hinges' T and lambda (minimum norm where redundant).  Returns (T (nU, zero off the actuated hinges),
-    {loop: lambda})."""
+    with the loops): least squares of ``ID_tree(Q, U, Udot) = S T_a + sum_c J_W,c^T F_c T_c + G_c^T lambda``
+    over the actuated hinges' T, the actuated cut joints' T_c and lambda (minimum norm where redundant).
+    ``actuated`` names hinges and loops: a loop's cut joint is actuated like a hinge, its generalized force
+    T_c acting as the wrench ``F_c T_c = H (H^T H)^-1 T_c`` on the target node and its opposite on the source
+    (:meth:`LoopConstraint.sp_external_force_from_t`, Karana's ``spExternalForceFromT``; H the cut joint's
+    coord map at its fitted Q).  Returns a :class:`ClosedInverseDynamics`: ``(T (nU, zero off the actuated
+    hinges), {loop: lambda})`` with ``.cut = {loop: T_c}`` for the actuated loops."""
     q, u, udot = (np.asarray(x, dtype=float) for x in (q, u, udot))
     if q.ndim != 1:
         raise ValueError(f"{mb.name}: inverse_dynamics with actuated= takes one state")
     names = [actuated] if isinstance(actuated, str) else list(actuated)
+    loops = {c.name: c for c in mb.loops}
     cols = np.zeros(mb.nu, dtype=bool)
+    cut_loops = []
     for h in names:
-        cols[mb.u_slice(h)] = True
+        if h in loops:
+            cut_loops.append(loops[h])
+        else:
+            try:
+                cols[mb.u_slice(h)] = True
+            except KeyError:
+                raise KeyError(f"{mb.name}: actuated={h!r} is neither a hinge nor a loop (loops: "
+                               f"{', '.join(loops) or 'none'})") from None
     tau = mb.inverse_dynamics(q, u, udot, f_ext=f_ext, gravity=gravity, tree=True)
     G, _ = constraint_jacobian(mb, q, u)
-    S = np.eye(mb.nu)[:, cols]
-    A = np.hstack([S, G.T])
+    blocks = [np.eye(mb.nu)[:, cols]]
+    for c in cut_loops:
+        if c.nu:
+            blocks.append(_relative_jacobian(mb, q, c).T @ c.cut_force_map(q))
+    A = np.hstack(blocks + [G.T])
     x = np.linalg.lstsq(A, tau, rcond=1e-12)[0]
     T = np.zeros(mb.nu)
-    T[cols] = x[:cols.sum()]
-    lam = x[cols.sum():]
-    return T, {c.name: lam[c.rows] for c in mb.loops}
+    n = int(cols.sum())
+    T[cols] = x[:n]
+    cut = {}
+    for c in cut_loops:
+        cut[c.name] = x[n:n + c.nu].copy()
+        n += c.nu
+    lam = x[n:]
+    return ClosedInverseDynamics(T, {c.name: lam[c.rows] for c in mb.loops}, cut)

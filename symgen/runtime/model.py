@@ -294,9 +294,11 @@ class MultibodyModel:
         """T by Newton-Euler (gravity included).  ``out`` as in :meth:`forward_dynamics`.
 
         On a model with loops, without ``actuated`` this is the cut tree's T (the loops carry no force).
-        ``actuated=[hinge, ...]`` solves the closed chain instead: given a motion consistent with the loops,
-        returns ``(T, {loop: lambda})`` with T nonzero only on the actuated hinges, the least-squares (and
-        minimum-norm where redundant) solution of ``ID_tree = S T_a + G_c^T lambda``."""
+        ``actuated=[hinge or loop, ...]`` solves the closed chain instead: given a motion consistent with the
+        loops, returns ``(T, {loop: lambda})`` with T nonzero only on the actuated hinges, the least-squares
+        (and minimum-norm where redundant) solution of ``ID_tree = S T_a + G_c^T lambda``; a loop's name
+        actuates its cut joint, whose generalized force is the result's ``.cut[loop]``
+        (:func:`symgen.runtime.loops.closed_inverse_dynamics`)."""
         if actuated is not None:
             return _loops.closed_inverse_dynamics(self, q, u, udot, actuated, f_ext=f_ext, gravity=gravity)
         b = self.binding
@@ -374,10 +376,16 @@ class MultibodyModel:
         lam = _loops.ta_forward_dynamics(self, q, u, T, f_ext, gravity, baumgarte)["lambda"]
         return {c.name: lam[..., c.rows] for c in self.loops}
 
-    def interbody_forces(self, q, u, T, f_ext=None, gravity=None, baumgarte=None, T_cut=None) -> dict:
-        """Karana's ``getInterBodyForceTAFwdDyn``: per loop the spatial constraint force ``[N; F]`` (6, target
-        frame, at its origin) with the sign of a force acting on the target node, including the cut joint's
-        own generalized forces ``T_cut`` ({loop: T}, applied through :meth:`LoopConstraint.sp_external_force_from_t`)."""
+    def interbody_forces(self, q, u, T, f_ext=None, gravity=None, baumgarte=None, T_cut=None,
+                         node: str = "source") -> dict:
+        """Karana's ``getInterBodyForceTAFwdDyn``: per loop the spatial constraint force ``[N; F]`` after TA
+        forward dynamics, with the sign of a force acting on the target node (Karana books a pnode's
+        inter-body force at the onode), including the cut joint's own generalized forces ``T_cut`` ({loop:
+        T}, applied through :meth:`LoopConstraint.sp_external_force_from_t`).  ``node="source"`` (Karana's
+        choice): at the source node's origin in source axes, ``phi(S, T) f_T``; ``node="target"``: ``f_T`` at the
+        target node's origin in target axes.  A node on the newtonian is reported like any other."""
+        if node not in ("source", "target"):
+            raise ValueError(f"{self.name}: interbody_forces: node must be 'source' or 'target', got {node!r}")
         fx = None
         if T_cut:
             fx = sum(self.loop(k).sp_external_force_from_t(v, q=q, as_f_ext=True) for k, v in T_cut.items())
@@ -386,6 +394,14 @@ class MultibodyModel:
         out = {c.name: res["f_target"][..., c.index, :] for c in self.loops}
         for k, v in (T_cut or {}).items():
             out[k] = out[k] + self.loop(k).sp_external_force_from_t(v, q=q)[1]
+        if node == "target":
+            return out
+        for c in self.loops:                    # phi(S, T) f_T: [R N + l x R F; R F], X_ST = X_S^-1 X_T
+            X = np.linalg.solve(self.frame_pose(q, c.source), self.frame_pose(q, c.target))
+            R, l = X[..., :3, :3], X[..., :3, 3]
+            f = out[c.name]
+            F = np.einsum("...ij,...j->...i", R, f[..., 3:])
+            out[c.name] = np.concatenate([np.einsum("...ij,...j->...i", R, f[..., :3]) + np.cross(l, F), F], axis=-1)
         return out
 
     def constraint_jacobian(self, q, u=None):

@@ -1,4 +1,6 @@
-/* ---- closed chains: the small dense helpers of the loop constraints (symgen.algorithms.loops) ---- */
+/* ---- closed chains: the small dense helpers of the loop constraints (symgen.algorithms.loops) ----
+ * sg_lstsq6 and sg_cut_fit_q are left out where the model defines SG_LOOP_NO_LSTSQ6 / SG_LOOP_NO_CUT_FIT_Q (no loop
+ * function calls them: cut joints without coordinates), else -Werror refuses an unused static function */
 
 /* signature of every hinge kernel: (q, u, p, out) */
 typedef void (*sg_hinge_kernel)(const double *q, const double *u, const double *p, double *out);
@@ -28,6 +30,7 @@ static void sg_rotation_log(const double *R, double *w)
     }
 }
 
+#ifndef SG_LOOP_NO_LSTSQ6
 /* x = argmin |A x - b| for A 6 x n (row-major, n <= 6), by the normal equations A^T A x = A^T b and a
  * Cholesky factor; a direction that A does not span (pivot below 1e-14 of the largest) gets x = 0 */
 static void sg_lstsq6(int n, const double *A, const double *b, double *x)
@@ -66,7 +69,9 @@ static void sg_lstsq6(int n, const double *A, const double *b, double *x)
         x[i] = ok[i] ? s / N[i * 6 + i] : 0.0;
     }
 }
+#endif
 
+#ifndef SG_LOOP_NO_CUT_FIT_Q
 /* The cut joint's Q that best places its pframe on the target: X = (R 9, l 3), the target's pose in the
  * source frame.  Gauss-Newton from q0 (the hinge's neutral Q) on the pframe error
  * e = [log(R_h^T R); R_h^T (l - l_h)] with the hinge's coord map: H du = e (least squares), Q += N du.
@@ -100,6 +105,7 @@ static void sg_cut_fit_q(int nq, int nu, const double *q0, sg_hinge_kernel trans
         if (big < 1e-14) break;
     }
 }
+#endif
 
 /* x with A x = b for a symmetric positive semidefinite A (n x n, row-major, overwritten), by a Cholesky
  * factorization with diagonal pivoting: a pivot below tol times the largest diagonal entry ends it, and the
