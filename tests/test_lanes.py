@@ -1,5 +1,5 @@
 """The lane form (templates/helpers/lanes.c.jinja, symgen.ir.tape.Tape.lane_lines): the batched forward dynamics,
-inverse dynamics, mass matrix and all-frame poses run full blocks of W states through one vectorized function and the tail one
+inverse dynamics and mass matrix run full blocks of W states through one vectorized function and the tail one
 state at a time.  Each lane must give what the one-state function gives for that state (the same statements in
 the same order: the same bits), for every example model and the random trees of every hinge type, N not a
 multiple of W included; and a lane whose D is not positive definite must be reported as the one-state loop
@@ -58,8 +58,6 @@ def test_batches_equal_one_state_calls(model, n):
     _same(model.inverse_dynamics(Q, U, T), np.array([model.inverse_dynamics(Q[i], U[i], T[i]) for i in range(n)]),
           f"{model.name} ID, N = {n}")
     _same(model.mass_matrix(Q), np.array([model.mass_matrix(Q[i]) for i in range(n)]), f"{model.name} M, N = {n}")
-    _same(model.frame_poses(Q), np.array([model.frame_poses(Q[i]) for i in range(n)]),
-          f"{model.name} frame poses, N = {n}")
 
 
 def test_lane_functions_are_there():
@@ -68,13 +66,12 @@ def test_lane_functions_are_there():
     from symgen.pipeline.sources import cached_model_sources
 
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "arm7.urdf"))
-    for kind in ("fd", "id", "mm", "frame_poses"):
+    for kind in ("fd", "id", "mm"):
         assert f"sg_arm7_{kind}_lanes(" in files["arm7.c"]
     assert "sg_arm7_rollout_block(" in files["arm7.c"]   # rollout blocks run the lane form of FD
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "quadruped.urdf", floating_base=True))
     c = files["quadruped.c"]
     assert "sg_quadruped_fd_lanes(" in c and "sg_quadruped_id_lanes(" in c and "sg_quadruped_mm_lanes(" not in c
-    assert "sg_quadruped_frame_poses_lanes(" in c
     assert "sg_quadruped_rollout_block(" in c
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "fourbar.yaml"))
     assert "sg_fourbar_rollout_block(" not in files["fourbar.c"]   # closed chains: TA, one case at a time

@@ -437,13 +437,6 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
     dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size)
-    # the all-frame poses in lanes too (the frame_poses batch); the one-state u is q there (no kernel reads it)
-    fp_lanes = _lane_function(fk["frame_poses_tape"], fk["bodies"], nu, layout, slugs, 0,
-                              16 * len(_frame_rows(model, index)))
-    if fp_lanes is not None:
-        fp_lanes["part"] = 0
-    dyn["lanes"] = dict(dyn["lanes"], frame_poses=fp_lanes,
-                        sincos=dyn["lanes"]["sincos"] or bool(fp_lanes and fp_lanes["sincos"]))
     if fk["poses"] is not None:
         poses, pose_calls = fk["poses"], None
     qdot_lines = ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)sg_matvec;"]
@@ -585,10 +578,8 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
             jl.insert(0, "(void)y;")
         total += len(jl) + len(pl)
         steps.append({"k": b.k, "name": b.name, "jlines": jl, "plines": pl})
-    kept = []
-    fp = short(_trace_function(frame_poses, bodies, nu, _HingeCalls(layout, slugs), kept))
-    return {"poses": short(trace(poses)), "frame_poses": fp, "frame_poses_tape": kept[0] if fp else None,
-            "steps": steps if total <= soa.JAC_STEPS_LIMIT else [], "bodies": bodies}
+    return {"poses": short(trace(poses)), "frame_poses": short(trace(frame_poses)),
+            "steps": steps if total <= soa.JAC_STEPS_LIMIT else []}
 
 
 def body_infos(model, layout, slugs, index) -> list:

@@ -33,18 +33,14 @@ class CArg:
 
 @dataclass(frozen=True)
 class CLanes:
-    """The lane form a batch runs first (full blocks of SG_W states): which kind (fd, id, mm, frame_poses), the
-    arguments of ``sg_<m>_<kind>_lanes(q, u, p, out)`` for the block starting at state i, and the status
-    handling (FD)."""
+    """The lane form a batch runs first (full blocks of SG_W states): which kind (fd, id, mm), the p it takes
+    for the block, its output size per state, and the status handling (FD)."""
 
     kind: str
-    args: tuple
+    p_arg: str
+    out_size: int
     assign: str = ""
     check: str = ""
-
-    @property
-    def call(self) -> str:
-        return ", ".join(a.per_state for a in self.args)
 
 
 @dataclass(frozen=True)
@@ -88,20 +84,18 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
     status = nb + 1
     p_tree = CArg("p", L.params.size)
     mm_p = p_tree if L.theta_blocks else p0           # M reads p only for a parametric build's theta
-    fd_lanes = CLanes("fd", (q, u, p_tree, out(nu)), "int s = ", f"if (s) return (int)(i * {status} + s);") \
+    fd_lanes = CLanes("fd", p_tree.per_state, nu, "int s = ", f"if (s) return (int)(i * {status} + s);") \
         if lanes.get("fd") else None
     batches = [
         CBatch("forward_dynamics", (q, u, p_tree, out(nu)), status, fd_lanes),
         CBatch("atbi_matrices", (q, u, p_tree, out(L.mats.size * L.nb)), status),
         CBatch("inverse_dynamics", (q, u, p_tree, out(nu)), 0,
-               CLanes("id", (q, u, p_tree, out(nu))) if lanes.get("id") else None),
+               CLanes("id", p_tree.per_state, nu) if lanes.get("id") else None),
         CBatch("mass_matrix", (q, u, mm_p, out(nu * nu)), 0,
-               CLanes("mm", (q, u, mm_p, out(nu * nu))) if lanes.get("mm") else None),
+               CLanes("mm", mm_p.per_state, nu * nu) if lanes.get("mm") else None),
         CBatch("poses", (q, u0, p0, out(nb * L.poses.size))),
         CBatch("body_jacobian", (q, u0, p0, out(6 * nu))),
-        # the lane form reads no U and no p: q's rows stand in for u (as in the one-state function), 0 for p
-        CBatch("frame_poses", (q, out(16 * n_frames)), 0,
-               CLanes("frame_poses", (q, q, CArg("0"), out(16 * n_frames))) if lanes.get("frame_poses") else None),
+        CBatch("frame_poses", (q, out(16 * n_frames))),
         CBatch("frame_pose", (q, frame, out(16))),
         CBatch("frame_jacobian", (q, frame, out(6 * nu))),
         CBatch("frame_velocity", (q, u, frame, out(6))),
