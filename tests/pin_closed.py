@@ -54,6 +54,14 @@ PROX = (1e-12, 1e-6, 200)          # pin.ProximalSettings(accuracy, mu, max_iter
 
 
 # ----------------------------------------------------------------------------------------------- poses
+def rel(a, b) -> float:
+    """Largest difference relative to max(1, largest entry of b); inf where either has a non-finite entry."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return float("inf")
+    return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b))))) if a.size else 0.0
+
+
 def quat_matrix(q) -> np.ndarray:
     """Rotation of a quaternion (x, y, z, w) (normalized here)."""
     x, y, z, w = np.asarray(q, float) / np.linalg.norm(q)

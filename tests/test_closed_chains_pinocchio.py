@@ -25,19 +25,12 @@ from pin_closed import (CUT_RANK, consistent_velocity, constraint_models, dense_
                         from_pin_accel, from_pin_state, from_pin_tau, loop_kinematics, null_space,
                         pin_constrained_fd, pin_constraint_jacobian, pinocchio_model, random_closed_chain_dict,
                         random_q, to_pin_accel, to_pin_q, to_pin_state, to_pin_tau, u_matrix, world_poses,
-                        write_yaml)
+                        rel, write_yaml)
 
 #: four random models (each compiles 1-2 MB of C): 2 and 3 loops, fixed and floating bases
 CASES = [(0, False), (0, True), (1, True), (2, False)]
 IDS = [f"seed{s}-{'floating' if f else 'fixed'}" for s, f in CASES]
 N_STATES = 3
-
-
-def rel(a, b) -> float:
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        return float("inf")
-    return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b))))) if a.size else 0.0
 
 
 class Case:

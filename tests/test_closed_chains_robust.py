@@ -30,7 +30,7 @@ pin = pytest.importorskip("pinocchio")
 import symgen  # noqa: E402
 from pin_closed import (all_cut_rows, consistent_velocity, constraint_models, dense_constrained_fd,  # noqa: E402
                         from_pin_accel, from_pin_tau, generic_cut_rows, mechanism, null_space, pin_constrained_fd,
-                        pinocchio_model, to_pin_q, u_matrix, write_yaml)
+                        pinocchio_model, to_pin_q, u_matrix, rel, write_yaml)
 from symgen.model import ModelError  # noqa: E402
 from symgen.model.load import model_from_dict  # noqa: E402
 
@@ -58,13 +58,6 @@ MECHANISMS = {
 #: and spanning them
 ACTUATION = {"ground": (["h_a1"], "g2"), "generic": (["h_a1", "h_d1"], "u1")}
 N_STATES = 2
-
-
-def rel(a, b) -> float:
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        return float("inf")
-    return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b))))) if a.size else 0.0
 
 
 class Mechanism:

@@ -50,6 +50,16 @@ def parse_pose(ctx, where, d) -> Pose:
     return _pose_fields(ctx, where, d)
 
 
+def _frame(ctx, where: str, f, body: str, names: set) -> Frame:
+    """One entry of a ``frames:`` list (on a body, or on the newtonian at the top level); its name must be new."""
+    check_keys(ctx, where, f, FRAME_KEYS, required=("name",))
+    name = check_name(ctx, where, f["name"])
+    if name in names:
+        raise ctx.err(where, f"duplicate frame name '{name}'")
+    names.add(name)
+    return Frame(name, body, _pose_fields(ctx, where, f))
+
+
 def _pose_fields(ctx, where, d) -> Pose:
     xyz = check_vector(ctx, where, "xyz", d.get("xyz", [0, 0, 0]), 3)
     if "rpy" in d and "quat" in d:
@@ -180,24 +190,12 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
         if not isinstance(fl, list):
             raise ctx.err(where, "field 'frames' must be a list")
         for j, f in enumerate(fl):
-            fw = f"{where}: frames[{j}]"
-            check_keys(ctx, fw, f, FRAME_KEYS, required=("name",))
-            fname = check_name(ctx, fw, f["name"])
-            if fname in frame_names:
-                raise ctx.err(fw, f"duplicate frame name '{fname}'")
-            frame_names.add(fname)
-            frames.append(Frame(fname, bname, _pose_fields(ctx, fw, f)))
+            frames.append(_frame(ctx, f"{where}: frames[{j}]", f, bname, frame_names))
     gl = data.get("frames", []) or []
     if not isinstance(gl, list):
         raise ctx.err("model", "field 'frames' must be a list (frames fixed on the newtonian)")
     for j, f in enumerate(gl):
-        fw = f"frames[{j}] (on '{NEWTONIAN}')"
-        check_keys(ctx, fw, f, FRAME_KEYS, required=("name",))
-        fname = check_name(ctx, fw, f["name"])
-        if fname in frame_names:
-            raise ctx.err(fw, f"duplicate frame name '{fname}'")
-        frame_names.add(fname)
-        frames.append(Frame(fname, NEWTONIAN, _pose_fields(ctx, fw, f)))
+        frames.append(_frame(ctx, f"frames[{j}] (on '{NEWTONIAN}')", f, NEWTONIAN, frame_names))
     for b in bodies.values():
         if b.parent != NEWTONIAN and b.parent not in bodies:
             raise ctx.err(f"body '{b.name}'", f"unknown parent '{b.parent}'")
