@@ -131,7 +131,7 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
            "build_s": build_s, "c_kB": _c_size_kb(path, floating), "rows": {}}
     for name, (py1, batch, pinf) in cases.items():
         samples = {"py1": [], "batch": [], "pin": []}
-        py1(0), batch(8), pinf(0)  # warm-up
+        py1(0), batch(n), pinf(0)  # warm-up (the whole batch once: its output pages touched, as Pinocchio's Data is)
         for _ in range(rounds):  # interleaved rounds
             samples["py1"].append(_per_call(loop(py1), single))
             t = time.perf_counter()
