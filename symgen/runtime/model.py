@@ -130,35 +130,29 @@ class MultibodyModel:
     def from_mujoco(self, qpos, qvel=None):
         """``(q, u)`` from MuJoCo's ``qpos`` and ``qvel`` (one state or a batch): Q is qpos with each quaternion
         turned from MuJoCo's ``(w, x, y, z)`` to symgen's ``(x, y, z, w)``; U is qvel.  ``qvel=None``: only q."""
-        info = self._mujoco()
-        q = np.array(qpos, dtype=np.float64)
-        if q.shape[-1:] != (self.nq,) or q.ndim not in (1, 2):
-            raise ValueError(f"{self.name}: qpos must have shape ({self.nq},) or (N, {self.nq}), got {q.shape}")
-        for a in info["quat_adr"]:
-            q[..., a:a + 4] = np.asarray(qpos, np.float64)[..., [a + 1, a + 2, a + 3, a]]
-        if qvel is None:
-            return q
-        u = np.array(qvel, dtype=np.float64)
-        if u.shape[-1:] != (self.nu,) or u.shape[:-1] != q.shape[:-1]:
-            raise ValueError(f"{self.name}: qvel must have shape ({self.nu},) or (N, {self.nu}) matching qpos, "
-                             f"got {u.shape}")
-        return q, u
+        return self._convert_mujoco(qpos, qvel, (1, 2, 3, 0), ("qpos", "qvel"))
 
     def to_mujoco(self, q, u=None):
         """MuJoCo's ``(qpos, qvel)`` from ``(q, u)`` (one state or a batch); the converse of :meth:`from_mujoco`."""
+        return self._convert_mujoco(q, u, (3, 0, 1, 2), ("q", "u"))
+
+    def _convert_mujoco(self, pos, vel, order, names):
+        """``pos`` with each quaternion's 4 entries taken in ``order`` (MuJoCo <-> symgen), and ``vel`` as it is,
+        both checked against nQ and nU (``names``: the arguments' names in errors)."""
         info = self._mujoco()
-        qpos = np.array(q, dtype=np.float64)
-        if qpos.shape[-1:] != (self.nq,) or qpos.ndim not in (1, 2):
-            raise ValueError(f"{self.name}: q must have shape ({self.nq},) or (N, {self.nq}), got {qpos.shape}")
+        out = np.array(pos, dtype=np.float64)
+        if out.shape[-1:] != (self.nq,) or out.ndim not in (1, 2):
+            raise ValueError(f"{self.name}: {names[0]} must have shape ({self.nq},) or (N, {self.nq}), got {out.shape}")
+        src = np.asarray(pos, np.float64)
         for a in info["quat_adr"]:
-            qpos[..., a:a + 4] = np.asarray(q, np.float64)[..., [a + 3, a, a + 1, a + 2]]
-        if u is None:
-            return qpos
-        qvel = np.array(u, dtype=np.float64)
-        if qvel.shape[-1:] != (self.nu,) or qvel.shape[:-1] != qpos.shape[:-1]:
-            raise ValueError(f"{self.name}: u must have shape ({self.nu},) or (N, {self.nu}) matching q, "
-                             f"got {qvel.shape}")
-        return qpos, qvel
+            out[..., a:a + 4] = src[..., [a + k for k in order]]
+        if vel is None:
+            return out
+        v = np.array(vel, dtype=np.float64)
+        if v.shape[-1:] != (self.nu,) or v.shape[:-1] != out.shape[:-1]:
+            raise ValueError(f"{self.name}: {names[1]} must have shape ({self.nu},) or (N, {self.nu}) matching "
+                             f"{names[0]}, got {v.shape}")
+        return out, v
 
     def hinge_kernels(self, hinge: str) -> HingeKernels:
         """The compiled kernels of one hinge (transform, coord_map, pose_gradient, ...)."""
