@@ -491,18 +491,19 @@ def atbi(T: Tape, bodies, n_u: int, io):
 
 # ---- M^-1 f on the ATBI factorization -----------------------------------------------------------------
 
-def minv_tip(T, b: BodyInfo, K, step, z_children, f):
-    """M^-1 pass tip to base at body b, on atbi_tip's factorization (P, G, D^-1 kept; no T, no velocity
-    terms):  z = -f + sum phi z+,  eps = -H^T z,  nu = D^-1 eps,  z+ = z + G eps.
+def minv_tip(T, b: BodyInfo, K, step, z_children, f, T_h=None):
+    """M^-1 pass tip to base at body b, on atbi_tip's factorization (P, G, D^-1 kept; no velocity terms):
+    z = -f + sum phi z+,  eps = T_h - H^T z,  nu = D^-1 eps,  z+ = z + G eps  (T_h: generalized forces, default 0).
     Returns ({eps, nu}, phi z+ for the parent or None at a root)."""
     H, n = K["H"], b.nu
+    T_h = T_h if T_h is not None else [0.0] * n
     z = _accumulate(T, [T.neg(x) for x in f], z_children) if z_children else [T.neg(x) for x in f]
-    eps = [T.neg(_dot(T, H[c], z)) for c in range(n)]
+    eps = [T.add(T_h[c], T.neg(_dot(T, H[c], z))) for c in range(n)]
     nu = [_dot(T, step["Dinv"][c], eps) for c in range(n)]
     if b.root:
         return {"eps": eps, "nu": nu}, None
     known = known_axis_rows(b, H)
-    zplus = [0.0 if i in known else _dot(T, step["G"][i], eps, z[i]) for i in range(6)]   # H^T z+ = 0
+    zplus = [T_h[known[i]] if i in known else _dot(T, step["G"][i], eps, z[i]) for i in range(6)]  # H^T z+ = T_h
     return {"eps": eps, "nu": nu}, phi(T, K["R"], K["l"], zplus)
 
 
@@ -518,13 +519,14 @@ def minv_base(T, b: BodyInfo, K, step, m, alpha_parent):
     return udot, _colsum(T, K["H"], udot, ap)
 
 
-def minv(T, bodies, kin, step, forces: dict):
-    """Udot = M^-1 J^T f for external body wrenches ``forces`` ({body index: [N; F] at its origin}) on the
-    ATBI factorization ``step`` (:func:`atbi_factor`), O(n); bodies with no force below them fold away.
-    Returns (Udot per body, alpha per body)."""
+def minv(T, bodies, kin, step, forces: dict, tau=None):
+    """Udot = M^-1 (tau + J^T f) for external body wrenches ``forces`` ({body index: [N; F] at its origin}) and
+    generalized forces ``tau`` (nU, default none) on the ATBI factorization ``step`` (:func:`atbi_factor`), O(n);
+    bodies with no force below them fold away.  Returns (Udot per body, alpha per body)."""
     zc, m = [[] for _ in bodies], [None] * len(bodies)
     for b in reversed(bodies):
-        m[b.k], push = minv_tip(T, b, kin[b.k], step[b.k], zc[b.k], forces.get(b.k, [0.0] * 6))
+        m[b.k], push = minv_tip(T, b, kin[b.k], step[b.k], zc[b.k], forces.get(b.k, [0.0] * 6),
+                                None if tau is None else tau[b.u0:b.u0 + b.nu])
         if push:
             zc[b.parent].append(push)
     udot, alpha = [None] * len(bodies), [None] * len(bodies)
@@ -558,19 +560,62 @@ def rnea(T: Tape, bodies, n_u: int, io):
     u, udot = io.u(T), io.tau(T)
     T.comment("kinematics base to tip: X_pb, H, V, a (Coriolis), b (gyroscopic)")
     kin = velocities(T, bodies, u)
+    for i, x in enumerate(newton_euler(T, bodies, kin, udot, io)):
+        T.store(io.out(i), x)
+
+
+def newton_euler(T, bodies, kin, udot, io) -> list:
+    """T (nU) from the kinematics ``kin`` (:func:`velocities`) and Udot: :func:`rnea_base` base to tip,
+    :func:`rnea_tip` tip to base."""
     T.comment("base to tip: alpha = phi^T alpha_parent + H Udot + a;  f = M alpha + b - f_ext")
     alpha, f, g0 = [None] * len(bodies), [None] * len(bodies), gravity_acceleration(T, io.gravity(T))
     for b in bodies:
         alpha[b.k], f[b.k] = rnea_base(T, b, kin[b.k], alpha[b.parent] if not b.root else g0,
                                        udot[b.u0:b.u0 + b.nu], io.f_ext(T, b.k))
     T.comment("tip to base: f_parent += phi f;  T = H^T f")
-    fc = [[] for _ in bodies]
+    fc, out = [[] for _ in bodies], [0.0] * n_of(bodies)
     for b in reversed(bodies):
         tau, push = rnea_tip(T, b, kin[b.k], f[b.k], fc[b.k], udot[b.u0:b.u0 + b.nu])
-        for c, x in enumerate(tau):
-            T.store(io.out(b.u0 + c), x)
+        out[b.u0:b.u0 + b.nu] = tau
         if push:
             fc[b.parent].append(push)
+    return out
+
+
+def n_of(bodies) -> int:
+    """nU of the bodies."""
+    return max([b.u0 + b.nu for b in bodies] + [0])
+
+
+def atbi_derivatives(D, bodies, n_u: int, io):
+    """The tangent of ATBI forward dynamics along the seeded directions of Q, U and T (D: a
+    :class:`symgen.ir.dual.DualTape`; the values on its tape ``D.T``):
+
+        Udot = ATBI(Q, U, T)                                  (values)
+        dUdot = M^-1 (dT - dRNEA(Q, U, Udot))                 (Newton-Euler on dual numbers at that Udot)
+
+    with M^-1 applied by :func:`minv` on the ATBI factorization, O(n) per direction: the articulated inertias
+    P are not differentiated (Carpentier and Mansard, RSS 2018, Sec. IV, on the SOA factorization).
+    Stores dUdot."""
+    from ..ir.dual import tangent
+
+    T = D.T
+    u, tau = io.u(T), io.tau(T)
+    T.comment("values: ATBI forward dynamics")
+    kin = velocities(T, bodies, u)
+    step = atbi_factor(T, bodies, kin, tau, lambda k: io.f_ext(T, k))
+    udot_b, _ = atbi_accelerations(T, bodies, kin, step, gravity_acceleration(T, io.gravity(T)))
+    udot = [0.0] * n_u
+    for b in bodies:
+        udot[b.u0:b.u0 + b.nu] = udot_b[b.k]
+    T.comment("tangents: dRNEA(Q, U, Udot) along the seeds (Newton-Euler on dual numbers)")
+    d_rnea = newton_euler(D, bodies, velocities(D, bodies, io.u(D)), udot, io)
+    rhs = [T.add(tangent(t), T.neg(tangent(r))) for t, r in zip(io.tau(D), d_rnea)]
+    T.comment("tangents: dUdot = M^-1 (dT - dRNEA) on the ATBI factorization")
+    dudot, _ = minv(T, bodies, kin, step, {}, tau=rhs)
+    for b in bodies:
+        for c, x in enumerate(dudot[b.k]):
+            T.store(io.out(b.u0 + c), x)
 
 
 # ---- composite-body mass matrix -----------------------------------------------------------------------

@@ -198,6 +198,11 @@ _DOCS = {
     "bias": "6 bias term H*_p_dot U",
     "pose_gradient": "6 x nU pose gradient d[log R_op; l_op]/dQ N",
     "ortho_complement": "6 x (6 - nU) ortho complement of H*_p",
+    "transform_dq": "nQ x 16: row i = d X_op / d Q_i (row-major 4x4)",
+    "coord_map_dq": "nQ x 6 nU: row i = d H*_p / d Q_i",
+    "coord_map_dot_dq": "nQ x 6 nU: row i = d (coord map derivative) / d Q_i",
+    "coord_map_dot_du": "nU x 6 nU: row i = d (coord map derivative) / d U_i",
+    "qdot_dq": "nQ x nQ: row i = d (N U) / d Q_i",
     "sanitize": "nQ equivalent coordinates (|r| <= pi for SPHERICAL, unit quaternions)",
     "atbi": "ATBI hinge step: p = P (6x6 articulated inertia at the pnode, symmetric, row-major); "
             "out = [D (nU x nU), Dinv (nU x nU), G (6 x nU), P+ (6x6)] with D = H P H*, G = P H* Dinv, "
@@ -228,11 +233,41 @@ def emit_hinge(h: Hinge, slug: str | None = None) -> list:
             out.append(CKernel(f"{name}_sc", f"sg_{slug}_{name}_sc", inputs, tuple(M.shape), lines, flops, helpers,
                                doc=f"{_DOCS[name]}; given p = (sin a, cos a) for each a in ({given})",
                                p_stride=2 * len(args), internal=True))
+    for name, M in derivative_kernels(h).items():
+        lines, flops, helpers = emit_statements(M, _slots(h))
+        rows = h.nu if name.endswith("_du") else h.nq
+        out.append(CKernel(name, f"sg_{slug}_{name}", ("q", "u") if name in NEEDS_U_DQ else ("q",),
+                           (rows, len(M) // rows), lines, flops, helpers, doc=_DOCS[name], internal=True))
     if h.has_sanitize:
         lines, flops, helpers = emit_statements(list(h.sanitize_expr), _slots(h))
         out.append(CKernel("sanitize", f"sg_{slug}_sanitize", ("q",), (h.nq,), lines, flops,
                            helpers, doc=_DOCS["sanitize"]))
     out.append(_emit_atbi(h, slug))
+    return out
+
+
+#: the derivative kernels (what forward-mode derivatives of the dynamics read): kernel -> (kernel it
+#: differentiates, with respect to Q or U)
+DERIVATIVE_KERNELS = {"transform_dq": ("transform", "q"), "coord_map_dq": ("coord_map", "q"),
+                      "coord_map_dot_dq": ("coord_map_dot", "q"), "coord_map_dot_du": ("coord_map_dot", "u")}
+
+
+#: the derivative kernels that read U
+NEEDS_U_DQ = frozenset({"coord_map_dot_dq", "qdot_dq"})
+
+
+def derivative_kernels(h: Hinge) -> dict:
+    """Every derivative kernel of a hinge (:data:`DERIVATIVE_KERNELS`) as a flat list of expressions, row i the
+    derivative of every entry of the kernel with respect to Q_i (or U_i); those without a row are left out."""
+    out = {}
+    for name, (base, wrt) in DERIVATIVE_KERNELS.items():
+        syms = h.q if wrt == "q" else h.u
+        if len(syms) and getattr(h, base).shape[1]:
+            M = list(getattr(h, base))
+            out[name] = [sp.diff(e, s) for s in syms for e in M]
+    if h.nq and h.nu:
+        qdot = list(h.qdot_map * sp.Matrix(h.u))
+        out["qdot_dq"] = [sp.diff(e, s) for s in h.q for e in qdot]
     return out
 
 
@@ -411,7 +446,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     def const(k, field):
         """The onode or inverse pnode pose (R, l) of body k in the per-kind form's constants table."""
         return f"sg_{name}_body_const[{k}] + {ML.body_const[field]}"
-    kin, qdot, sanitize, poses = [], [], [], []
+    kin, qdot, qdot_dq, sanitize, poses = [], [], [], [], []
     kin_calls, pose_calls = _HingeCalls(layout, slugs), _HingeCalls(layout, slugs)
     hmap_cases = []
     for k, b in enumerate(model.bodies):
@@ -430,6 +465,11 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
         if hnq:
             qdot += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
                      f"sg_matvec({hnq}, {hnu}, N, u + {u0}, out + {q0});"]
+            dq = L["structure"].get("qdot_dq")
+            if dq and any(c is None or c != 0.0 for c in dq):
+                qdot_dq += [f"sg_{s}_qdot_dq(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
+                            f"for (i = 0; i < {hnq}; ++i) for (j = 0; j < {hnq}; ++j) "
+                            f"out[({q0} + j) * {nq} + {q0} + i] = N[i * {hnq} + j];"]
             if L["has_sanitize"]:
                 sanitize.append(f"sg_{s}_sanitize(q + {q0}, u, 0, out + {q0});  /* hinge '{b.hinge_name}' */")
             else:
@@ -440,6 +480,11 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     if fk["poses"] is not None:
         poses, pose_calls = fk["poses"], None
     qdot_lines = ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)sg_matvec;"]
+    qdot_dq_lines = [f"int i;  /* out = d Qdot / d Q (nQ x nQ, row-major), Qdot = N(Q) U */",
+                     f"for (i = 0; i < {nq * nq}; ++i) out[i] = 0.0;"]
+    if qdot_dq:
+        qdot_dq_lines = [f"int i, j;  /* out = d Qdot / d Q (nQ x nQ, row-major), Qdot = N(Q) U */",
+                         f"double N[{max_nq * max_nq}];", f"for (i = 0; i < {nq * nq}; ++i) out[i] = 0.0;"] + qdot_dq
     sanitize_lines = (["int i;"] if any(ln.startswith("for (i") for ln in sanitize) else []) + sanitize
     poses_lines = (["(void)sg_link_pose;  /* the helper form, for large models */"] + poses if pose_calls is None
                    else ["double X[16];"] + pose_calls.head() + poses)
@@ -460,7 +505,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "kinematics_lines": cast(kinematics_lines),
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],
-            "qdot_lines": cast(qdot_lines), "sanitize_lines": cast(sanitize_lines),
+            "qdot_lines": cast(qdot_lines), "qdot_dq_lines": cast(qdot_dq_lines), "sanitize_lines": cast(sanitize_lines),
             "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
             "frame_poses_lines": fk["frame_poses"], **frames,
@@ -652,14 +697,36 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> d
             lanes[k]["part"] = 4 + i if len(lanes[k]["lines"]) >= soa.LANE_SPLIT_MIN_LINES else parts[k]
             if lanes[k]["part"]:
                 part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + len(lanes[k]["lines"])
+    derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None)
+    for k, f in derivs.items():
+        if f:
+            f["part"] = 7 if k == "fd" else 8              # each a translation unit of its own
+            part_lines[f["part"]] = len(f["lines"])
     forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
-             "mass_matrix": "straight" if traced["mm"] else "per_kind"}
-    return {"parts": parts, "part_lines": part_lines, "forms": forms, "lanes": lanes, "per_kind_functions": per_kind.functions + per_kind.tables,
+             "mass_matrix": "straight" if traced["mm"] else "per_kind",
+             "forward_dynamics_derivatives": "straight" if derivs["fd"] else None,
+             "inverse_dynamics_derivatives": "straight" if derivs["id"] else None}
+    return {"parts": parts, "part_lines": part_lines, "forms": forms, "lanes": lanes, "derivs": derivs, "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size}
+
+
+def _emit_derivatives(bodies, L, layout, slugs, straight: bool) -> dict:
+    """The derivative functions of FD and ID (:mod:`symgen.codegen.derivatives`): {"fd": {"lines"}, "id": ...},
+    None for one that is not generated (FD takes the per-kind form, or the trace is over the length limit)."""
+    from .derivatives import emit_derivatives
+
+    out = {"fd": None, "id": None}
+    if not straight:
+        return out
+    for k in out:
+        lines = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), _kernel_arrays,
+                                 lambda T, bs: parametric_bodies(T, bs, L))
+        out[k] = {"lines": lines} if lines else None
+    return out
 
 
 def kernel_structure(h: Hinge) -> dict:
@@ -685,7 +752,8 @@ def kernel_structure(h: Hinge) -> dict:
         return out
 
     printer = SgCPrinter(_slots(h))
-    return {"transform": consts(h.transform), "coord_map": consts(h.coord_map),
+    derivs = {k: consts(v) for k, v in derivative_kernels(h).items()}
+    return {**derivs, "transform": consts(h.transform), "coord_map": consts(h.coord_map),
             "ortho_complement": consts(h.ortho_complement),
             "trig_args": [printer.doprint(a) for a in hinge_trig_args(h)],
             "coord_map_dot": consts(h.coord_map_dot), "transform_alias": aliases(h.transform),

@@ -93,6 +93,8 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
                CLanes("id", p_tree.per_state, nu) if lanes.get("id") else None),
         CBatch("mass_matrix", (q, u, mm_p, out(nu * nu)), 0,
                CLanes("mm", mm_p.per_state, nu * nu) if lanes.get("mm") else None),
+        CBatch("fd_derivatives", (q, u, p_tree, CArg("tangent", ctype="int"), out(nu * (nq + 2 * nu))), status),
+        CBatch("id_derivatives", (q, u, p_tree, CArg("tangent", ctype="int"), out(nu * (nq + 2 * nu))), status),
         CBatch("poses", (q, u0, p0, out(nb * L.poses.size))),
         CBatch("body_jacobian", (q, u0, p0, out(6 * nu))),
         CBatch("frame_poses", (q, out(16 * n_frames))),
@@ -101,6 +103,7 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
         CBatch("frame_velocity", (q, u, frame, out(6))),
         CBatch("kinematics", (q, u, p0, out(kinematics_size))),
         CBatch("qdot", (q, u, p0, out(nq))),
+        CBatch("qdot_dq", (q, u, p0, out(nq * nq))),
         CBatch("sanitize", (q, u0, p0, out(nq))),
     ]
     if loops:

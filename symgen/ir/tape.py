@@ -443,6 +443,65 @@ class Tape:
                 raise LaneError(f"statement {s!r} has no lane form")
         return out
 
+    # ---- the split form: scalar values once, lane values (a vector of directions) per block
+    def split_lines(self, lane_arrays, vector: str = "sg_dv", width: str = "SG_DW", rows: dict | None = None):
+        """The statements of :meth:`lines` in two parts, for a function whose inputs in ``lane_arrays`` are
+        vectors (``vector``, ``width`` lanes) and the rest scalars (symgen.ir.dual: values and their tangents).
+        A value is a lane value when it reads one.  Returns ``(scalar, lane)``: the scalar statements (values,
+        pivot checks), printed once, then the lane statements (tangents and the stores), printed once per block
+        of directions; a lane statement may read scalars (C's vector extensions take a scalar operand as a
+        vector of copies).  A store to an array in ``rows`` writes lane l's row: ``out[l * row + i]``.
+        ``return`` statements are left to the caller.  Raises :class:`LaneError` for a statement that has no
+        place in either part, or a store or check in the wrong one."""
+        rows = rows or {}
+        lane_arrays = set(lane_arrays)
+        self.lines()                                      # names the live temporaries
+        lane = {}
+
+        def is_lane(v):
+            if not isinstance(v, Val):
+                return False
+            got = lane.get(id(v))
+            if got is None:
+                got = lane[id(v)] = (v.array in lane_arrays) if v.is_input else any(is_lane(d) for d in v.deps)
+            return got
+
+        def ref(p):
+            return p if isinstance(p, str) else p.name
+
+        def value(x):
+            return x.name if isinstance(x, Val) else _const(x)
+
+        scalar, vec, pending = [], [], None
+        loop = f"for (l = 0; l < {width}; ++l)"
+        for s in self._printed():
+            kind = s[0]
+            if kind == "comment":
+                pending = f"/* {s[1]} */"
+                continue
+            if kind == "def":
+                part = vec if is_lane(s[1]) else scalar
+                line = f"const {vector if part is vec else 'double'} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};"
+            elif kind == "store":
+                m = re.fullmatch(r"(\w+)\[(\d+)\]", s[1])
+                if not (m and m.group(1) in rows):
+                    raise LaneError(f"store to {s[1]!r}: not a row array")
+                v = f"{s[2].name}[l]" if is_lane(s[2]) else value(s[2])
+                part, line = vec, f"{loop} {m.group(1)}[l * {rows[m.group(1)]} + {m.group(2)}] = {v};"
+            elif kind == "check":
+                if is_lane(s[1]):
+                    raise LaneError("a pivot check on a lane value")
+                part, line = scalar, f"if (!({value(s[1])} > 0.0)) return {s[2]};  /* {s[3]} */"
+            elif kind == "return":
+                continue
+            else:
+                raise LaneError(f"statement {s!r} has no split form")
+            if pending is not None:
+                part.append(pending)
+                pending = None
+            part.append(line)
+        return scalar, vec
+
     def live_inputs(self) -> list:
         """The C text of the inputs the live code reads (``X3[5]``, ``u[2]``), in the order they were made."""
         self._mark_live()

@@ -369,6 +369,28 @@ class ModelBinding:
             self.check_status(status, kernel)
         return out if out is not None else self.unbatch(single, res)
 
+    def derivatives(self, kind, q, u, middle, f_ext, gravity, params=None, tangent=True):
+        """``sg_<name>_<kind>_derivatives_batch`` (kind ``fd`` or ``id``; p as :meth:`dynamics`'): the three
+        matrices (d/dQ (nU x nU tangent, or nU x nQ), d/dU, d/d middle), one state or a batch (leading N)."""
+        single, Q, U = self.states(q, u)
+        _, _, M = self.states(q, middle)
+        n, nu, nq = Q.shape[0], self.nu, self.nq
+        ndq = nu if tangent else nq
+        res = np.empty((n, nu * (nq + 2 * nu)))
+        P = self.p(n, M, f_ext, gravity, params)
+        status = getattr(self.lib, f"sg_{self.name}_{kind}_derivatives_batch")(
+            n, self.buf(Q), self.buf(U), self.buf(np.ascontiguousarray(P)), 1 if tangent else 0, self._out_buf(res))
+        if status == -1:
+            raise NotImplementedError(
+                f"{self.name}: {'forward' if kind == 'fd' else 'inverse'} dynamics derivatives were not generated "
+                f"for this model (its dynamics take the per-kind form, or the derivative function is over "
+                f"symgen.codegen.derivatives.DERIVATIVE_MAX_LINES)")
+        if status:
+            self.check_status(status, f"{'forward' if kind == 'fd' else 'inverse'}_dynamics_derivatives")
+        a, b = nu * ndq, nu * (ndq + nu)
+        mats = (res[:, :a].reshape(n, nu, ndq), res[:, a:b].reshape(n, nu, nu), res[:, b:b + nu * nu].reshape(n, nu, nu))
+        return tuple(self.unbatch(single, m) for m in mats)
+
     def bodies(self, Q, U):
         """Every body's (R (N, nb, 3, 3), p (N, nb, 3), J (N, nb, 6, nU), Jdot) from the ``kinematics`` kernel."""
         K = self.layout.kinematics

@@ -25,6 +25,7 @@ from . import integrate as _integrate
 from . import loops as _loops
 from .binding import FrameHandle, ModelBinding
 from .f2f import FrameToFrame
+from . import derivatives as _derivs
 from .hinge_kernels import HingeKernels, load_generated
 
 #: the methods with a compiled one-state call in front of them (ModelBinding.fast_calls)
@@ -303,6 +304,43 @@ class MultibodyModel:
             if r is not None:
                 return r[0]
         return b.dynamics("inverse_dynamics", q, u, udot, f_ext, gravity, out, params)
+
+    # ---- derivatives (symgen.runtime.derivatives): Q derivatives are tangent, along Qdot = N(Q) e_j
+    def forward_dynamics_derivatives(self, q, u, T, f_ext=None, gravity=None, params=None, wrt: str = "state"):
+        """``(dq, du, Minv)``: dUdot/dQ (tangent: column j along the motion of Q that U = e_j produces; d/dQ
+        itself for PIN and SLIDER hinges), dUdot/dU and M^-1 (= dUdot/dT), each nU x nU; one state or a batch
+        (leading N).  Generated C: forward-mode derivatives of the traced recursions, dUdot = M^-1 (dT -
+        dRNEA) on the ATBI factorization.  ``f_ext``, ``gravity``, ``params`` as :meth:`forward_dynamics`;
+        ``wrt="params"``: dUdot/dtheta (nU x n_theta, :meth:`theta`) of a parametric build."""
+        self._tree_only("forward_dynamics_derivatives")
+        return _derivs.forward_dynamics_derivatives(self, q, u, T, f_ext, gravity, params, wrt)
+
+    def inverse_dynamics_derivatives(self, q, u, udot, f_ext=None, gravity=None, params=None, wrt: str = "state"):
+        """``(dq, du, M)``: dT/dQ (tangent, as :meth:`forward_dynamics_derivatives`), dT/dU and M (= dT/dUdot);
+        ``wrt="params"``: dT/dtheta (nU x n_theta), the regressor Y with ``Y @ theta() = T`` when every inertia
+        is a parameter."""
+        self._tree_only("inverse_dynamics_derivatives")
+        return _derivs.inverse_dynamics_derivatives(self, q, u, udot, f_ext, gravity, params, wrt)
+
+    def step_derivatives(self, q, u, T, dt: float, method: str = "rk4", f_ext=None, gravity=None, params=None):
+        """``(A, B)`` of one :meth:`rollout` step (``method`` "rk4" or "euler", semi-implicit): x = (Q tangent,
+        U), A = dx'/dx (2nU x 2nU), B = dx'/dT (2nU x nU); one state or a batch (leading N)."""
+        self._tree_only("step_derivatives")
+        return _derivs.step_derivatives(self, q, u, T, dt, method, f_ext, gravity, params)
+
+    def theta(self, params=None) -> np.ndarray:
+        """The parameters of a parametric build as the dynamics read them, linearly (per body m, h = m c, J about
+        the body origin; armatures; names: :meth:`theta_names`), from ``params`` or the model file."""
+        return _derivs.theta(self, params)
+
+    def theta_names(self) -> list:
+        return _derivs.theta_names(self)
+
+    def _tree_only(self, what):
+        if self.loops:
+            raise NotImplementedError(f"{self.name}: {what} is not available for models with loop constraints yet "
+                                      f"(loops: {', '.join(c.name for c in self.loops)}); the tree's derivatives are "
+                                      "those of the model without its loops: rebuild it without them")
 
     def mass_matrix(self, q, out=None, params=None) -> np.ndarray:
         """Composite-body mass matrix (nU x nU, symmetric).  ``out``: a preallocated float64 array of shape

@@ -1,0 +1,263 @@
+"""Derivatives of forward and inverse dynamics and of one integration step (issue 23).
+
+Oracles: Pinocchio's ``computeABADerivatives`` / ``computeRNEADerivatives`` on fixed-base robots (arm7, the random
+URDF trees, ``example-robot-data``'s UR5 and Panda) to 1e-9 relative; central differences along the tangent
+(1e-6 relative; step 1e-6) on floating bases, on random trees of every hinge type (with armature, with f_ext);
+central differences of one ``rollout`` step (RK4, semi-implicit Euler); the parameter derivatives by central
+differences in theta and the identity ``Y theta = T`` (1e-10); MuJoCo's ``mjd_transitionFD`` on a URDF both load.
+"""
+from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgen
+from helpers import assert_close
+from model_factory import ALL_HINGES, armature_tree_model, tree_model
+from pin_maps import to_pin_q, u_map
+from symgen.pipeline.package import build_model
+
+ROOT = Path(__file__).resolve().parents[1]
+pin = pytest.importorskip("pinocchio")
+
+#: the relative error of a central difference with step 1e-6 on these models is about 1e-9; 1e-6 is the bar
+FD_TOL = 1e-6
+
+
+def _erd(relpath):
+    """A URDF of example-robot-data (pip), or None."""
+    for base in {sysconfig.get_paths()["data"], sysconfig.get_paths()["purelib"]}:
+        p = Path(base) / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / relpath
+        if p.exists():
+            return p
+    return None
+
+
+FIXED = ["arm7", "rand11", "ur5", "panda"]
+ERD = {"ur5": "ur_description/urdf/ur5_robot.urdf", "panda": "panda_description/urdf/panda.urdf"}
+
+
+@pytest.fixture(scope="module", params=FIXED)
+def fixed_robot(request, urdf_robots):
+    name = request.param
+    path = _erd(ERD[name]) if name in ERD else urdf_robots / f"{name}.urdf"
+    if path is None:
+        pytest.skip("example-robot-data is not installed")
+    return symgen.build(str(path)), pin.buildModelFromUrdf(str(path))
+
+
+def _rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
+
+
+def test_derivatives_match_pinocchio_on_fixed_bases(fixed_robot):
+    mb, pm = fixed_robot
+    pd = pm.createData()
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q = mb.sanitize(rng.uniform(-2.5, 2.5, mb.nq))
+        qp = to_pin_q(mb, pm, q)
+        P = u_map(mb, pm, q, False)                 # a permutation on a fixed base: u = P v
+        v, a, tau = rng.normal(size=pm.nv), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        u, udot, T = P @ v, P @ a, P @ tau
+        dq, du, Minv = mb.forward_dynamics_derivatives(q, u, T)
+        pin.computeABADerivatives(pm, pd, qp, v, tau)
+        Minv_pin = np.triu(pd.Minv) + np.triu(pd.Minv, 1).T
+        for ours, theirs, what in ((dq, pd.ddq_dq, "ddq_dq"), (du, pd.ddq_dv, "ddq_dv"), (Minv, Minv_pin, "Minv")):
+            assert _rel(P.T @ ours @ P, theirs) < 1e-9, what
+        dq, du, M = mb.inverse_dynamics_derivatives(q, u, udot)
+        pin.computeRNEADerivatives(pm, pd, qp, v, a)
+        M_pin = np.triu(pd.M) + np.triu(pd.M, 1).T
+        for ours, theirs, what in ((dq, pd.dtau_dq, "dtau_dq"), (du, pd.dtau_dv, "dtau_dv"), (M, M_pin, "M")):
+            assert _rel(P.T @ ours @ P, theirs) < 1e-9, what
+
+
+# ---- central differences along the tangent ----------------------------------------------------------------
+
+def _tangent_move(mb, q, j, h):
+    """Q moved by h along the motion that U = e_j produces (to first order; central differences cancel the
+    second): q + h N(q) e_j, renormalized."""
+    e = np.zeros(mb.nu)
+    e[j] = 1.0
+    return mb.sanitize(q + h * mb.qdot(q, e))
+
+
+def _central(mb, f, q, u, x, h=1e-6):
+    """(d/dQ tangent, d/dU, d/dx) of f(q, u, x) by central differences."""
+    dq = np.column_stack([(f(_tangent_move(mb, q, j, h), u, x) - f(_tangent_move(mb, q, j, -h), u, x)) / (2 * h)
+                          for j in range(mb.nu)])
+    E = h * np.eye(mb.nu)
+    du = np.column_stack([(f(q, u + e, x) - f(q, u - e, x)) / (2 * h) for e in E])
+    dx = np.column_stack([(f(q, u, x + e) - f(q, u, x - e)) / (2 * h) for e in E])
+    return dq, du, dx
+
+
+TREES = ["arm7-floating", "humanoid-floating", "tree3", "armature_tree7", "all_hinges"]
+
+
+@pytest.fixture(scope="module", params=TREES)
+def tree(request, urdf_robots):
+    name = request.param
+    if name == "arm7-floating":
+        return symgen.build(str(urdf_robots / "arm7.urdf"), floating_base=True)
+    if name == "humanoid-floating":
+        return symgen.build(str(ROOT / "examples" / "models" / "humanoid.urdf"), floating_base=True)
+    if name == "all_hinges":
+        return symgen.build(ALL_HINGES)
+    return build_model(armature_tree_model() if name == "armature_tree7" else tree_model(3))
+
+
+def _f_ext(mb, rng):
+    return rng.normal(size=(mb.nb, 6))
+
+
+@pytest.mark.parametrize("with_f_ext", [False, True], ids=["no-f_ext", "f_ext"])
+def test_derivatives_match_central_differences(tree, with_f_ext):
+    mb = tree
+    rng = np.random.default_rng(11)
+    f_ext = _f_ext(mb, rng) if with_f_ext else None
+    for _ in range(2):
+        q, u, x = mb.sanitize(rng.normal(size=mb.nq)), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+        fd = lambda q, u, T: mb.forward_dynamics(q, u, T, f_ext=f_ext)  # noqa: E731
+        for ours, ref, what in zip(mb.forward_dynamics_derivatives(q, u, x, f_ext=f_ext), _central(mb, fd, q, u, x),
+                                   ("dUdot/dQ", "dUdot/dU", "Minv")):
+            assert _rel(ours, ref) < FD_TOL, what
+        id_ = lambda q, u, a: mb.inverse_dynamics(q, u, a, f_ext=f_ext)  # noqa: E731
+        for ours, ref, what in zip(mb.inverse_dynamics_derivatives(q, u, x, f_ext=f_ext), _central(mb, id_, q, u, x),
+                                   ("dT/dQ", "dT/dU", "M")):
+            assert _rel(ours, ref) < FD_TOL, what
+
+
+def test_identities_and_batches(tree):
+    """M^-1 M = 1, M equals mass_matrix (1e-10); a batch equals its states one by one."""
+    mb = tree
+    rng = np.random.default_rng(5)
+    Q, U, X = mb.sanitize(rng.normal(size=(3, mb.nq))), rng.normal(size=(3, mb.nu)), rng.normal(size=(3, mb.nu))
+    fdb, idb = mb.forward_dynamics_derivatives(Q, U, X), mb.inverse_dynamics_derivatives(Q, U, X)
+    for i in range(3):
+        M = mb.mass_matrix(Q[i])
+        assert_close(fdb[2][i] @ M, np.eye(mb.nu), 1e-10, "Minv M")
+        assert_close(idb[2][i], M, 1e-10, "M")
+        for batch, one in zip(fdb + idb, mb.forward_dynamics_derivatives(Q[i], U[i], X[i])
+                              + mb.inverse_dynamics_derivatives(Q[i], U[i], X[i])):
+            assert np.array_equal(batch[i], one)
+
+
+# ---- one integration step ---------------------------------------------------------------------------------
+
+def _step(mb, q, u, T, dt, method):
+    r = mb.rollout(q, u, dt, 1, T=T, method=method)
+    return r["q"][0, 1], r["u"][0, 1]
+
+
+def _step_central(mb, q, u, T, dt, method, h=1e-6):
+    """(A, B) of one rollout step by central differences, Q perturbed along the tangent and the result's Q
+    difference read in the tangent at the result (N(q')^+ dq')."""
+    def diff(plus, minus, q1):
+        (qp, up), (qm, um) = plus, minus
+        N = np.column_stack([mb.qdot(q1, e) for e in np.eye(mb.nu)])
+        return np.concatenate([np.linalg.pinv(N) @ (qp - qm), up - um]) / (2 * h)
+    q1, _ = _step(mb, q, u, T, dt, method)
+    A = np.zeros((2 * mb.nu, 2 * mb.nu))
+    for j in range(mb.nu):
+        A[:, j] = diff(_step(mb, _tangent_move(mb, q, j, h), u, T, dt, method),
+                       _step(mb, _tangent_move(mb, q, j, -h), u, T, dt, method), q1)
+    E = h * np.eye(mb.nu)
+    for j in range(mb.nu):
+        A[:, mb.nu + j] = diff(_step(mb, q, u + E[j], T, dt, method), _step(mb, q, u - E[j], T, dt, method), q1)
+    B = np.column_stack([diff(_step(mb, q, u, T + E[j], dt, method), _step(mb, q, u, T - E[j], dt, method), q1)
+                         for j in range(mb.nu)])
+    return A, B
+
+
+@pytest.mark.parametrize("method", ["rk4", "euler"])
+def test_step_derivatives_match_central_differences(tree, method):
+    mb = tree
+    rng = np.random.default_rng(2)
+    q, u, T = mb.sanitize(rng.normal(size=mb.nq)), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+    A, B = mb.step_derivatives(q, u, T, 0.01, method=method)
+    A_ref, B_ref = _step_central(mb, q, u, T, 0.01, method)
+    assert _rel(A, A_ref) < FD_TOL and _rel(B, B_ref) < FD_TOL
+
+
+def test_step_derivatives_match_mujoco(urdf_robots):
+    """arm7 loaded by MuJoCo from the same URDF (state maps: MuJoCo's qpos, qvel are our Q, U on hinge joints;
+    mjd_transitionFD's A is d(qpos tangent, qvel)/d(qpos tangent, qvel)): semi-implicit Euler, MuJoCo's
+    default integrator, at dt = 1e-3.  MuJoCo's step and ours are both the semi-implicit Euler step of the same
+    equations, so the derivatives agree to what mjd_transitionFD's own differences give (1e-5 relative)."""
+    mujoco = pytest.importorskip("mujoco")
+    path = str(urdf_robots / "arm7.urdf")
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.timestep = 1e-3
+    m.opt.gravity[:] = (0, 0, -9.81)
+    m.dof_damping[:] = 0.0
+    m.dof_frictionloss[:] = 0.0
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_LIMIT
+    mb = symgen.build(path)
+    names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt)]
+    perm = [mb.q_slice(n).start for n in names]            # MuJoCo's joint order in our Q (hinges: nq = nv = 1)
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(4)
+    q, u, T = rng.uniform(-1, 1, mb.nq), rng.uniform(-1, 1, mb.nu), rng.uniform(-1, 1, mb.nu)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q[perm], u[perm], 0.0
+    d.qfrc_applied[:] = T[perm]
+    A_mj = np.zeros((2 * m.nv, 2 * m.nv))
+    mujoco.mjd_transitionFD(m, d, 1e-7, 1, A_mj, None, None, None)
+    A, _ = mb.step_derivatives(q, u, T, 1e-3, method="euler")
+    idx = np.concatenate([perm, np.asarray(perm) + mb.nu])
+    assert _rel(A[np.ix_(idx, idx)], A_mj) < 1e-5
+
+
+# ---- parameters -------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def parametric(urdf_robots):
+    """arm7 with every inertia and two armatures as parameters."""
+    path = str(urdf_robots / "arm7.urdf")
+    mb0 = symgen.build(path)
+    names = [f"{b}.{k}" for b in mb0.body_names for k in ("mass", "com", "inertia")]
+    return symgen.build(path, parameters=names)
+
+
+def test_regressor_times_theta_is_inverse_dynamics(parametric):
+    mb = parametric
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        q, u, a = rng.normal(size=mb.nq), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+        Y = mb.inverse_dynamics_derivatives(q, u, a, wrt="params")
+        assert Y.shape == (mb.nu, len(mb.theta_names()))
+        assert_close(Y @ mb.theta(), mb.inverse_dynamics(q, u, a), 1e-10, "Y theta = T")
+
+
+def test_parameter_derivatives_match_central_differences(parametric):
+    """dUdot/dtheta and dT/dtheta against central differences in theta (through the build's own p layout)."""
+    mb = parametric
+    b = mb.binding
+    span = b.layout.params.span("theta")
+    rng = np.random.default_rng(9)
+    q, u, x = rng.normal(size=mb.nq), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+    th = mb.theta()
+
+    def call(kind, theta, middle):
+        P = b.p(1, middle, None, None)
+        P[0, span] = theta
+        return b.call_batch(kind, q[None], u[None], P, mb.nu)[0][0]
+
+    h = 1e-6
+    for kind, wrt in (("forward_dynamics", mb.forward_dynamics_derivatives),
+                      ("inverse_dynamics", mb.inverse_dynamics_derivatives)):
+        ref = np.column_stack([(call(kind, th + h * e, x) - call(kind, th - h * e, x)) / (2 * h)
+                               for e in np.eye(len(th))])
+        assert _rel(wrt(q, u, x, wrt="params"), ref) < FD_TOL, kind
+
+
+def test_bad_wrt_and_loops_are_clear_errors(fixed_robot):
+    mb, _ = fixed_robot
+    q = mb.neutral_q()
+    with pytest.raises(ValueError, match="wrt must be"):
+        mb.forward_dynamics_derivatives(q, np.zeros(mb.nu), np.zeros(mb.nu), wrt="theta")
+    with pytest.raises(ValueError, match="parametric build"):
+        mb.inverse_dynamics_derivatives(q, np.zeros(mb.nu), np.zeros(mb.nu), wrt="params")
