@@ -141,8 +141,8 @@ def test_identities_and_batches(tree):
         M = mb.mass_matrix(Q[i])
         assert_close(fdb[2][i] @ M, np.eye(mb.nu), 1e-10, "Minv M")
         assert_close(idb[2][i], M, 1e-10, "M")
-        for batch, one in zip(fdb + idb, mb.forward_dynamics_derivatives(Q[i], U[i], X[i])
-                              + mb.inverse_dynamics_derivatives(Q[i], U[i], X[i])):
+        for batch, one in zip(list(fdb) + list(idb), list(mb.forward_dynamics_derivatives(Q[i], U[i], X[i]))
+                              + list(mb.inverse_dynamics_derivatives(Q[i], U[i], X[i]))):
             assert np.array_equal(batch[i], one)
 
 
@@ -261,3 +261,24 @@ def test_bad_wrt_and_loops_are_clear_errors(fixed_robot):
         mb.forward_dynamics_derivatives(q, np.zeros(mb.nu), np.zeros(mb.nu), wrt="theta")
     with pytest.raises(ValueError, match="parametric build"):
         mb.inverse_dynamics_derivatives(q, np.zeros(mb.nu), np.zeros(mb.nu), wrt="params")
+
+
+def test_one_state_fast_path_equals_the_general_path(tree):
+    """The compiled one-state calls (positional, plain vectors) and the general path (keywords, lists, a batch of
+    one) give the same bits; the output arrays are new each call."""
+    mb = tree
+    rng = np.random.default_rng(12)
+    q, u, x = mb.sanitize(rng.normal(size=mb.nq)), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+    for f in (mb.forward_dynamics_derivatives, mb.inverse_dynamics_derivatives):
+        fast, general = f(q, u, x), f(list(q), list(u), list(x), gravity=mb.gravity)
+        batch = f(q[None], u[None], x[None])
+        assert fast.shape == (3, mb.nu, mb.nu) and np.array_equal(fast, general) and np.array_equal(fast, batch[:, 0])
+        assert f(q, u, x) is not fast
+    for method in ("rk4", "euler"):
+        A, B = mb.step_derivatives(q, u, x, 0.01, method)
+        A2, B2 = mb.step_derivatives(list(q), u, x, dt=0.01, method=method)
+        assert np.array_equal(A, A2) and np.array_equal(B, B2)
+    with pytest.raises(ValueError, match="method"):
+        mb.step_derivatives(q, u, x, 0.01, "midpoint")
+    with pytest.raises(ValueError, match="dt > 0"):
+        mb.step_derivatives(q, u, x, -0.01)

@@ -1,4 +1,4 @@
-"""Pinocchio's own C++ (aba, rnea, crba), built from the `pin` wheel's headers, on the benchmark robots.
+"""Pinocchio's own C++ (aba, rnea, crba, computeABADerivatives, computeRNEADerivatives), built from the `pin` wheel's headers, on the benchmark robots.
 
     pip install cmeel-eigen            # Eigen headers (the pin wheel ships Pinocchio's and Boost's, not Eigen's)
     python benchmarks/pin_cpp/run.py [--robots arm6 arm7 quadruped:floating humanoid:floating ...]
@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from bench_common import COPIES, DEFAULT_ROBOTS, parse_robot, report, robot_parser, run_copies, slug  # noqa: E402
 
-ALGORITHMS = ("aba", "rnea", "crba")
+ALGORITHMS = ("aba", "rnea", "crba", "aba_derivatives", "rnea_derivatives")
 SUPPORTED = {"JointModelRX", "JointModelRY", "JointModelRZ", "JointModelRUBX", "JointModelRUBY", "JointModelRUBZ",
              "JointModelPX", "JointModelPY", "JointModelPZ", "JointModelFreeFlyer"}
 

@@ -57,17 +57,34 @@ def _tangents(bodies, L, layout):
         st, q0 = layout[b.name]["structure"], layout[b.name]["q"][0]
         base = _KERNEL_OF[arr]
         size = 16 if arr == "X" else 6 * b.nu
+        own = {"X": (b.X_const, b.X_alias), "H": (b.H_const, b.H_alias), "Hd": (b.Hd_const, b.Hd_alias)}[arr]
+
+        def value(j):
+            """Entry j of the body's kernel output as the values read it (a constant, an alias, the array entry)."""
+            c, a = own[0][j], own[1][j] if own[1] else None
+            if c is not None:
+                return c
+            if a is not None:
+                v = value(a[0])
+                return v if a[1] > 0 else T.neg(v)
+            return T.input(f"{arr}{tag}[{j}]", array=f"{arr}{tag}")
+
         pairs = []
         for wrt, seed, start, n in (("q", "sq", q0, layout[b.name]["nq"]), ("u", "su", b.u0, b.nu)):
             kernel = f"{base}_d{wrt}"
-            consts = st.get(kernel)
+            consts, alias = st.get(kernel), st.get(f"{kernel}_alias")
             if consts is None:
                 continue
             for j in range(n):
-                c = consts[j * size + i]
+                c, a = consts[j * size + i], alias[j * size + i] if alias else None
                 if c == 0.0:
                     continue
-                entry = c if c is not None else T.input(f"d{wrt}{arr}{tag}[{j * size + i}]", array=f"d{wrt}{arr}{tag}")
+                if c is not None:
+                    entry = c
+                elif a is not None:                   # the derivative is an entry of the kernel itself (PIN: -sin)
+                    entry = value(a[0]) if a[1] > 0 else T.neg(value(a[0]))
+                else:
+                    entry = T.input(f"d{wrt}{arr}{tag}[{j * size + i}]", array=f"d{wrt}{arr}{tag}")
                 pairs.append((entry, T.input(f"{seed}[{start + j}]", array=seed)))
         return T.dot(pairs)
 
@@ -118,32 +135,34 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
     for b, arr, kernel, size in _derivative_kernel_arrays(T, bodies, layout):
         head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
     # the tangent seeds of Q: N(Q) e_j of the hinge that owns U_j
-    moving = [b for b in bodies if layout[b.name]["nq"] and b.nu]
+    live = T.live_arrays()                               # the seeds the tangents read (a model without U: none)
+    moving = [b for b in bodies if layout[b.name]["nq"] and b.nu] if "sq" in live else []
     seeds = []
     for b in moving:
         bq, bnq = layout[b.name]["q"][0], layout[b.name]["nq"]
         head += [f"double N{b.k}[{bnq * b.nu}];  /* '{b.name}': Qdot = N U */", calls(b.name, "qdot_map", f"N{b.k}")]
         seeds.append(f"if (d >= {b.u0} && d < {b.u0 + b.nu}) "
                      f"for (i = 0; i < {bnq}; ++i) sq[{bq} + i][l] = N{b.k}[i * {b.nu} + d - {b.u0}];")
+    sizes = {"sq": nq, "su": nu, "sT": nu}
+    used = [a for a in SEED_ARRAYS if a in live]
+    fill = {"sq": ["        if (d < ndq) {", "            if (!tangent) sq[d][l] = 1.0;",
+                   *(["            else {"] + [f"                {s}" for s in seeds] + ["            }"] if seeds else []),
+                   "        }"],
+            "su": [f"        if (d >= ndq && d < ndq + {nu}) su[d - ndq][l] = 1.0;"],
+            "sT": [f"        if (d >= ndq + {nu} && d < ndq + {2 * nu}) sT[d - ndq - {nu}][l] = 1.0;"]}
     lines = calls.head() + head + scalar + [
         f"ndq = tangent ? {nu} : {nq};",
         f"for (d0 = 0; d0 < ndq + {2 * nu}; d0 += SG_DW) {{",
-        f"    sg_dv sq[{max(nq, 1)}], su[{max(nu, 1)}], sT[{max(nu, 1)}];  /* the seeds: one direction per lane */",
+        *([f"    sg_dv {', '.join(f'{a}[{sizes[a]}]' for a in used)};  /* the seeds: one direction per lane */"]
+          if used else []),
         f"    double blk[SG_DW * {max(nu, 1)}];  /* lane l: the derivative of the outputs along direction d0 + l */",
-        f"    for (i = 0; i < {nq}; ++i) sq[i] = sg_dv_zero;",
-        f"    for (i = 0; i < {nu}; ++i) {{ su[i] = sg_dv_zero; sT[i] = sg_dv_zero; }}",
-        "    for (l = 0; l < SG_DW; ++l) {",
-        "        const int d = d0 + l;",
-        "        if (d < ndq) {",
-        "            if (!tangent) sq[d][l] = 1.0;",
-        *(["            else {"] + [f"                {s}" for s in seeds] + ["            }"] if seeds else []),
-        f"        }} else if (d < ndq + {nu}) su[d - ndq][l] = 1.0;",
-        f"        else if (d < ndq + {2 * nu}) sT[d - ndq - {nu}][l] = 1.0;",
-        "    }",
+        *[f"    for (i = 0; i < {sizes[a]}; ++i) {a}[i] = sg_dv_zero;" for a in used],
+        *(["    for (l = 0; l < SG_DW; ++l) {", "        const int d = d0 + l;"]
+          + [x for a in used for x in fill[a]] + ["    }"] if used else []),
         *[f"    {x}" for x in lanes],
         f"    for (l = 0; l < SG_DW && d0 + l < ndq + {2 * nu}; ++l) sg_deriv_scatter({nu}, ndq, d0 + l, blk + l * {max(nu, 1)}, out);",
         "}",
         "return 0;"]
-    decl = ["int i, l, d0, ndq;", "const sg_dv sg_dv_zero = {0.0};"]
+    decl = ["int i, l, d0, ndq;" if used else "int l, d0, ndq;"] + (["const sg_dv sg_dv_zero = {0.0};"] if used else [])
     unused = [f"(void){x};" for x in ("q", "u", "p") if not any(re.search(rf"\b{x}\b", ln) for ln in lines)]
     return decl + unused + lines

@@ -446,7 +446,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     def const(k, field):
         """The onode or inverse pnode pose (R, l) of body k in the per-kind form's constants table."""
         return f"sg_{name}_body_const[{k}] + {ML.body_const[field]}"
-    kin, qdot, qdot_dq, sanitize, poses = [], [], [], [], []
+    kin, qdot, qdot_dq, qdot_map, sanitize, poses = [], [], [], [], [], []
     kin_calls, pose_calls = _HingeCalls(layout, slugs), _HingeCalls(layout, slugs)
     hmap_cases = []
     for k, b in enumerate(model.bodies):
@@ -465,6 +465,9 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
         if hnq:
             qdot += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
                      f"sg_matvec({hnq}, {hnu}, N, u + {u0}, out + {q0});"]
+            qdot_map += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
+                         f"for (i = 0; i < {hnq}; ++i) for (j = 0; j < {hnu}; ++j) "
+                         f"out[({q0} + i) * {nu} + {u0} + j] = N[i * {hnu} + j];"]
             dq = L["structure"].get("qdot_dq")
             if dq and any(c is None or c != 0.0 for c in dq):
                 qdot_dq += [f"sg_{s}_qdot_dq(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
@@ -482,6 +485,11 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     qdot_lines = ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)sg_matvec;"]
     qdot_dq_lines = [f"int i;  /* out = d Qdot / d Q (nQ x nQ, row-major), Qdot = N(Q) U */",
                      f"for (i = 0; i < {nq * nq}; ++i) out[i] = 0.0;"]
+    qdot_map_lines = [f"int i;  /* out = N(Q) (nQ x nU, row-major): Qdot = N U */",
+                      f"for (i = 0; i < {nq * nu}; ++i) out[i] = 0.0;"]
+    if qdot_map:
+        qdot_map_lines = [qdot_map_lines[0].replace("int i;", "int i, j;"), f"double N[{max_nq * max_nu}];",
+                          qdot_map_lines[1]] + qdot_map
     if qdot_dq:
         qdot_dq_lines = [f"int i, j;  /* out = d Qdot / d Q (nQ x nQ, row-major), Qdot = N(Q) U */",
                          f"double N[{max_nq * max_nq}];", f"for (i = 0; i < {nq * nq}; ++i) out[i] = 0.0;"] + qdot_dq
@@ -505,7 +513,11 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "kinematics_lines": cast(kinematics_lines),
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],
-            "qdot_lines": cast(qdot_lines), "qdot_dq_lines": cast(qdot_dq_lines), "sanitize_lines": cast(sanitize_lines),
+            "qdot_lines": cast(qdot_lines), "qdot_dq_lines": cast(qdot_dq_lines),
+            "qdot_map_lines": cast(qdot_map_lines),
+            "hinge_blocks": [[layout[b.name]["q"][0], layout[b.name]["nq"], layout[b.name]["u"][0], layout[b.name]["nu"],
+                              int(bool(layout[b.name]["has_sanitize"]))] for b in model.bodies],
+            "max_hinge_nu": max_nu, "sanitize_lines": cast(sanitize_lines),
             "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
             "frame_poses_lines": fk["frame_poses"], **frames,
@@ -752,7 +764,16 @@ def kernel_structure(h: Hinge) -> dict:
         return out
 
     printer = SgCPrinter(_slots(h))
-    derivs = {k: consts(v) for k, v in derivative_kernels(h).items()}
+    derivs = {}
+    for k, exprs in derivative_kernels(h).items():
+        derivs[k] = consts(exprs)
+        if k in DERIVATIVE_KERNELS:       # [j, +1 / -1] where the derivative is entry j of the kernel (or minus it)
+            index = {}
+            for j, e in enumerate(getattr(h, DERIVATIVE_KERNELS[k][0])):
+                if not e.is_number:
+                    index.setdefault(e, j)
+            derivs[f"{k}_alias"] = [None if e.is_number else [index[e], 1] if e in index else
+                                    [index[-e], -1] if -e in index else None for e in exprs]
     return {**derivs, "transform": consts(h.transform), "coord_map": consts(h.coord_map),
             "ortho_complement": consts(h.ortho_complement),
             "trig_args": [printer.doprint(a) for a in hinge_trig_args(h)],

@@ -56,10 +56,12 @@ _empty = np.empty
 #: the one-state C functions (``sg_<name>_<key>``, the dynamics' ``_single`` variants) by name
 ONE_STATE_C = {"forward_dynamics": "forward_dynamics_single", "inverse_dynamics": "inverse_dynamics_single",
                "mass_matrix": "mass_matrix", "frame_pose": "frame_pose", "frame_poses": "frame_poses",
-               "frame_jacobian": "frame_jacobian", "frame_velocity": "frame_velocity"}
+               "frame_jacobian": "frame_jacobian", "frame_velocity": "frame_velocity",
+               "forward_dynamics_derivatives": "fd_derivatives_single",
+               "inverse_dynamics_derivatives": "id_derivatives_single"}
 
 #: the kinds of one-state C functions in symgen/runtime/fastcall.c (their argument lists)
-_K_Q_F, _K_Q_U_F, _K_Q, _K_Q_FIXED, _K_DYN, _K_TA = range(6)
+_K_Q_F, _K_Q_U_F, _K_Q, _K_Q_FIXED, _K_DYN, _K_TA, _K_STEP = range(7)
 
 
 class FrameHandle(int):
@@ -130,6 +132,7 @@ class ModelBinding:
         #: pointer to the p of calls that read at most theta (the one-state mass matrix, the loop Jacobian, the
         #: kernels that read no p): a parametric build's p at the model file's values, else one unread zero
         self.nominal_p = self._fb(self._dbl, self._p1)
+        self._deriv_rows = {}   # the lean derivative calls' p rows (derivatives_one)
 
     def __repr__(self):
         return f"<symgen.ModelBinding {self.name}: module {self.manifest.get('module', '?')}>"
@@ -239,7 +242,8 @@ class ModelBinding:
         self._gravity = np.array(self.gravity_vector(g))
         self._g_buf = self._fb(self._dbl, self._gravity)
         for call in self._calls:
-            if call.__name__ in ("forward_dynamics", "inverse_dynamics"):
+            if call.__name__ in ("forward_dynamics", "inverse_dynamics", "forward_dynamics_derivatives",
+                                 "inverse_dynamics_derivatives", "step_derivatives"):
                 call.set_gravity(self._gravity)
 
     def gravity_vector(self, g):
@@ -380,16 +384,66 @@ class ModelBinding:
         P = self.p(n, M, f_ext, gravity, params)
         status = getattr(self.lib, f"sg_{self.name}_{kind}_derivatives_batch")(
             n, self.buf(Q), self.buf(U), self.buf(np.ascontiguousarray(P)), 1 if tangent else 0, self._out_buf(res))
+        if status:
+            self.derivative_status(status, "forward" if kind == "fd" else "inverse")
+        if tangent:                      # (3, nU, nU) for one state, (3, N, nU, nU) a view of the states' blocks
+            blocks = res[:, :3 * nu * nu].reshape(n, 3, nu, nu)
+            return blocks[0] if single else blocks.swapaxes(0, 1)
+        a, b = nu * ndq, nu * (ndq + nu)
+        return (res[:, :a].reshape(n, nu, ndq), res[:, a:b].reshape(n, nu, nu), res[:, b:b + nu * nu].reshape(n, nu, nu))
+
+    def derivative_status(self, status, kind):
+        """Raise for a derivative function's nonzero status (``kind``: "forward" or "inverse")."""
         if status == -1:
             raise NotImplementedError(
-                f"{self.name}: {'forward' if kind == 'fd' else 'inverse'} dynamics derivatives were not generated "
-                f"for this model (its dynamics take the per-kind form, or the derivative function is over "
-                f"symgen.codegen.derivatives.DERIVATIVE_MAX_LINES)")
-        if status:
-            self.check_status(status, f"{'forward' if kind == 'fd' else 'inverse'}_dynamics_derivatives")
-        a, b = nu * ndq, nu * (ndq + nu)
-        mats = (res[:, :a].reshape(n, nu, ndq), res[:, a:b].reshape(n, nu, nu), res[:, b:b + nu * nu].reshape(n, nu, nu))
-        return tuple(self.unbatch(single, m) for m in mats)
+                f"{self.name}: {kind} dynamics derivatives were not generated for this model (its dynamics take the "
+                f"per-kind form, or the derivative function is over symgen.codegen.derivatives.DERIVATIVE_MAX_LINES)")
+        self.check_status(status, f"{kind}_dynamics_derivatives")
+
+    def derivatives_one(self, kind, q, u, x):
+        """The lean path of :meth:`derivatives` (tangent) for one state without keywords: ``(out (3, nU, nU),
+        status)``, or None when q, u, x are not C-contiguous float64 vectors."""
+        try:
+            if (q.dtype is not _F64 or q.shape != self.shape_q or u.dtype is not _F64 or u.shape != self.shape_u
+                    or x.dtype is not _F64 or x.shape != self.shape_u):
+                return None
+            pq, pu = self._fb(self._dbl, q), self._fb(self._dbl, u)
+        except (AttributeError, ValueError):
+            return None
+        st = self._deriv_rows.get(kind)
+        if st is None:
+            row = np.ascontiguousarray(self.p(1, np.zeros(self.nu), None, None)[0])
+            L = self.layout.params
+            st = self._deriv_rows[kind] = (row, self._fb(self._dbl, row), L.span("gravity"), L.span("tau"),
+                                           getattr(self.lib, f"sg_{self.name}_{kind}_derivatives"))
+        row, prow, g, tau, fn = st
+        row[g], row[tau] = self._gravity, x
+        nu = self.nu
+        out = _empty(3 * nu * nu)
+        s = fn(pq, pu, prow, 1, self._fb(self._dbl, out))
+        return out.reshape(3, nu, nu), s
+
+    def step_one(self, q, u, T, dt, method):
+        """The lean path of ``step_derivatives`` for one state without keywords: ``(A, B, status)``, or None when
+        q, u, T are not C-contiguous float64 vectors (the caller takes the general path)."""
+        try:
+            if (q.dtype is not _F64 or q.shape != self.shape_q or u.dtype is not _F64 or u.shape != self.shape_u
+                    or T.dtype is not _F64 or T.shape != self.shape_u):
+                return None
+            pq, pu = self._fb(self._dbl, q), self._fb(self._dbl, u)
+        except (AttributeError, ValueError):
+            return None
+        st = getattr(self, "_step", None)
+        if st is None:
+            work = np.empty(getattr(self.lib, f"sg_{self.name}_step_work_size")())
+            row = np.ascontiguousarray(self.p(1, np.zeros(self.nu), None, None)[0])
+            L = self.layout.params
+            st = self._step = (self._fb(self._dbl, work), row, self._fb(self._dbl, row), L.span("gravity"),
+                               L.span("tau"), getattr(self.lib, f"sg_{self.name}_step_derivatives"), work)
+        pw, row, prow, g, tau, fn, _ = st
+        row[g], row[tau] = self._gravity, T
+        A, B = _empty((2 * self.nu, 2 * self.nu)), _empty((2 * self.nu, self.nu))
+        return A, B, fn(pq, pu, prow, dt, method, pw, self._fb(self._dbl, A), self._fb(self._dbl, B))
 
     def bodies(self, Q, U):
         """Every body's (R (N, nb, 3, 3), p (N, nb, 3), J (N, nb, 6, nU), Jdot) from the ``kinematics`` kernel."""
@@ -460,4 +514,12 @@ class ModelBinding:
                        call("mass_matrix", _K_Q_FIXED, c["mass_matrix"], self.shape_M, self._u1, self._p1),
                        call("inverse_dynamics", _K_DYN, c["inverse_dynamics"], self.shape_u, g),
                        fd)
+        if "ta_forward_dynamics" not in c:          # a model with loops: the derivative methods raise
+            self._calls += tuple(
+                call(f"{k}_dynamics_derivatives", _K_DYN, c[f"{k}_dynamics_derivatives"], (3, self.nu, self.nu), g,
+                     on_status=lambda s, k=k: self.derivative_status(s, k))
+                for k in ("forward", "inverse"))
+            self._step_work = np.empty(getattr(self.lib, f"sg_{self.name}_step_work_size")())
+            self._calls += (call("step_derivatives", _K_STEP, getattr(self.lib, f"sg_{self.name}_step_derivatives_single"),
+                                 (1,), g, self._step_work, on_status=lambda s: self.derivative_status(s, "forward")),)
         return self._calls

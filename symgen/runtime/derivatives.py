@@ -11,27 +11,40 @@ Pinocchio's this is Pinocchio's tangent convention.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from .integrate import METHODS as _METHODS
 
 
 def forward_dynamics_derivatives(mb, q, u, T, f_ext=None, gravity=None, params=None, wrt: str = "state"):
-    """``(dUdot/dQ, dUdot/dU, M^-1)`` (each nU x nU; a leading N for a batch); ``wrt="params"``: dUdot/dtheta
-    (nU x n_theta, :func:`theta`) of a parametric build."""
+    """``[dUdot/dQ, dUdot/dU, M^-1]``: an array (3, nU, nU) for one state, (3, N, nU, nU) for a batch (it unpacks
+    as the three); ``wrt="params"``: dUdot/dtheta (nU x n_theta, :func:`theta`) of a parametric build."""
     if wrt == "params":
-        return -mb.binding.derivatives("fd", q, u, T, f_ext, gravity, params)[2] @ \
+        return -_state_derivatives(mb, "fd", q, u, T, f_ext, gravity, params)[2] @ \
             theta_derivative(mb, q, u, mb.forward_dynamics(q, u, T, f_ext=f_ext, gravity=gravity, params=params),
                              f_ext, gravity, params)
     _check_wrt(wrt)
-    return mb.binding.derivatives("fd", q, u, T, f_ext, gravity, params)
+    return _state_derivatives(mb, "fd", q, u, T, f_ext, gravity, params)
 
 
 def inverse_dynamics_derivatives(mb, q, u, udot, f_ext=None, gravity=None, params=None, wrt: str = "state"):
-    """``(dT/dQ, dT/dU, M)`` (each nU x nU; a leading N for a batch); ``wrt="params"``: dT/dtheta (nU x
+    """``[dT/dQ, dT/dU, M]`` (an array (3, nU, nU), (3, N, nU, nU) for a batch); ``wrt="params"``: dT/dtheta (nU x
     n_theta), the inverse-dynamics regressor Y with ``Y theta = T`` when every inertia is a parameter."""
     if wrt == "params":
         return theta_derivative(mb, q, u, udot, f_ext, gravity, params)
     _check_wrt(wrt)
-    return mb.binding.derivatives("id", q, u, udot, f_ext, gravity, params)
+    return _state_derivatives(mb, "id", q, u, udot, f_ext, gravity, params)
+
+
+def _state_derivatives(mb, kind, q, u, x, f_ext, gravity, params):
+    """The three matrices: one C call on the arrays' memory for one state without keywords, else the batch."""
+    if f_ext is None and gravity is None and params is None:
+        r = mb.binding.derivatives_one(kind, q, u, x)
+        if r is not None and r[1] == 0:
+            return r[0]
+    return mb.binding.derivatives(kind, q, u, x, f_ext, gravity, params)  # a status: raised there
 
 
 def _check_wrt(wrt):
@@ -89,84 +102,47 @@ def step_derivatives(mb, q, u, T, dt: float, method: str = "rk4", f_ext=None, gr
     """``(A, B)`` of one :meth:`~MultibodyModel.rollout` step x' = step(x, T): x = (Q tangent, U); A (2nU x 2nU)
     = dx'/dx, B (2nU x nU) = dx'/dT; a leading N for a batch.
 
-    The step is differentiated exactly as :func:`symgen.runtime.integrate.rollout` takes it, in Q's own
-    coordinates (RK4's stages are off the unit sphere for a quaternion), from the generated derivatives of forward
-    dynamics (d/dQ_i, d/dU, M^-1) and of Qdot = N(Q) U; then the tangent at both ends: the input's columns along
-    N(Q) e_j, the output's rows by N(Q')^+ (which drops the component normalization removes).  The Jacobian of
-    the renormalization after the step (``sanitize``) is taken by central differences (step 1e-6: an error of
-    about 1e-12, it is a smooth map)."""
-    from .integrate import METHODS
-
-    if method not in METHODS:
-        raise ValueError(f"{mb.name}: step_derivatives method must be one of {', '.join(METHODS)}, got {method!r}")
+    Generated C (``sg_<m>_step_derivatives``, ``templates/helpers/step_derivatives.c``): the step is differentiated
+    exactly as :func:`symgen.runtime.integrate.rollout` takes it, in Q's own coordinates (RK4's stages are off
+    the unit sphere for a quaternion), from the generated derivatives of forward dynamics (d/dQ_i, d/dU, M^-1)
+    and of Qdot = N(Q) U; then the tangent at both ends: the input's columns along N(Q) e_j, the output's rows
+    by N(Q')^+ (which drops the component renormalization removes).  The Jacobian of the renormalization after
+    the step (``sanitize``) is taken by central differences (step 1e-6: an error of about 1e-12 on a smooth
+    map)."""
+    code = _METHODS.get(method)
+    if code is None:
+        raise ValueError(f"{mb.name}: step_derivatives method must be one of {', '.join(_METHODS)}, got {method!r}")
+    try:
+        dt = float(dt)
+    except (TypeError, ValueError):
+        dt = float("nan")
+    if not 0.0 < dt < math.inf:
+        raise ValueError(f"{mb.name}: step_derivatives needs a finite dt > 0, got {dt!r}")
     b = mb.binding
+    if f_ext is None and gravity is None and params is None:
+        r = b.step_one(q, u, T, dt, code)
+        if r is not None:
+            if r[2]:
+                _step_status(mb, r[2], 0)
+            return r[0], r[1]
     single, Q, U = b.states(q, u)
-    n, nq, nu = Q.shape[0], mb.nq, mb.nu
-    Tm = np.broadcast_to(np.asarray(T, dtype=float), (n, nu)) if np.ndim(T) else np.full((n, nu), float(T))
-    h = float(dt)
-
-    def f(Qs, Us):
-        """(k, dk/dx (nq + nu), dk/dT at fixed x) at states Qs, Us (n rows)."""
-        Fq, Fu, Minv = b.derivatives("fd", Qs, Us, Tm, f_ext, gravity, params, tangent=False)
-        ud = mb.forward_dynamics(Qs, Us, Tm, f_ext=f_ext, gravity=gravity, params=params)
-        N = qdot_map(mb, Qs)
-        Qq = b.call_batch("qdot_dq", Qs, Us, None, nq * nq)[0].reshape(n, nq, nq)
-        J = np.concatenate([np.concatenate([Qq, N], axis=2), np.concatenate([Fq, Fu], axis=2)], axis=1)
-        k = np.concatenate([np.einsum("nij,nj->ni", N, Us), ud], axis=1)
-        return k, J, np.concatenate([np.zeros((n, nq, nu)), Minv], axis=1)
-
-    x = np.concatenate([Q, U], axis=1)
-    I = np.broadcast_to(np.eye(nq + nu), (n, nq + nu, nq + nu))
-    if METHODS[method] == 0:                                           # RK4
-        ks, dX, dT = [], [], []
-        xs, dxs, dts = x, I, np.zeros((n, nq + nu, nu))
-        for c in (0.5, 0.5, 1.0, None):
-            k, J, Bk = f(xs[:, :nq], xs[:, nq:])
-            dk, dkT = J @ dxs, J @ dts + Bk
-            ks.append(k), dX.append(dk), dT.append(dkT)
-            if c is not None:
-                xs, dxs, dts = x + c * h * k, I + c * h * dk, c * h * dkT
-        w = (1.0, 2.0, 2.0, 1.0)
-        x1 = x + h / 6 * sum(wi * k for wi, k in zip(w, ks))
-        dx1 = I + h / 6 * sum(wi * d for wi, d in zip(w, dX))
-        dT1 = h / 6 * sum(wi * d for wi, d in zip(w, dT))
-    else:                                                              # semi-implicit Euler: U first, then Q
-        Fq, Fu, Minv = b.derivatives("fd", Q, U, Tm, f_ext, gravity, params, tangent=False)
-        ud = mb.forward_dynamics(Q, U, Tm, f_ext=f_ext, gravity=gravity, params=params)
-        U1 = U + h * ud
-        N = qdot_map(mb, Q)
-        Qq = b.call_batch("qdot_dq", Q, U1, None, nq * nq)[0].reshape(n, nq, nq)
-        du1 = np.concatenate([h * Fq, np.eye(nu) + h * Fu], axis=2)      # dU1/d(Q, U)
-        dq1 = np.concatenate([np.eye(nq) + h * Qq, np.zeros((n, nq, nu))], axis=2) + h * N @ du1
-        x1 = np.concatenate([Q + h * np.einsum("nij,nj->ni", N, U1), U1], axis=1)
-        dx1 = np.concatenate([dq1, du1], axis=1)
-        dT1 = np.concatenate([h * N @ (h * Minv), h * Minv], axis=1)
-    # renormalization (sanitize) after the step, then the tangents at both ends
-    S = _sanitize_jacobian(mb, x1[:, :nq])
-    q1 = mb.sanitize(x1[:, :nq])
-    Nin, Nout = qdot_map(mb, Q), qdot_map(mb, q1)
-    Lout = np.zeros((n, 2 * nu, nq + nu))
-    Lout[:, :nu, :nq] = np.linalg.pinv(Nout) @ S
-    Lout[:, nu:, nq:] = np.eye(nu)
-    Rin = np.zeros((n, nq + nu, 2 * nu))
-    Rin[:, :nq, :nu] = Nin
-    Rin[:, nq:, nu:] = np.eye(nu)
-    A, B = Lout @ dx1 @ Rin, Lout @ dT1
+    n, nu = Q.shape[0], mb.nu
+    Tm = np.broadcast_to(np.asarray(T, dtype=float), (n, nu))
+    P = np.ascontiguousarray(b.p(n, Tm, f_ext, gravity, params))
+    lib, name = b.lib, b.name
+    work = np.empty(getattr(lib, f"sg_{name}_step_work_size")())
+    fn = getattr(lib, f"sg_{name}_step_derivatives")
+    A, B = np.empty((n, 2 * nu, 2 * nu)), np.empty((n, 2 * nu, nu))
+    pw = b.buf(work)
+    for i in range(n):
+        s = fn(b.buf(Q[i]), b.buf(U[i]), b.buf(P[i]), dt, code, pw, b.buf(A[i]), b.buf(B[i]))
+        if s:
+            _step_status(mb, s, i)
     return b.unbatch(single, A), b.unbatch(single, B)
 
 
-def qdot_map(mb, Q) -> np.ndarray:
-    """N(Q) (n, nQ, nU) with Qdot = N(Q) U: Qdot is linear in U, so column j is Qdot at U = e_j."""
-    n, nu = Q.shape[0], mb.nu
-    E = np.tile(np.eye(nu), (n, 1))
-    qd = mb.binding.call_batch("qdot", np.repeat(Q, nu, axis=0), E, None, mb.nq)[0]
-    return np.swapaxes(qd.reshape(n, nu, mb.nq), 1, 2)
-
-
-def _sanitize_jacobian(mb, Q, eps: float = 1e-6) -> np.ndarray:
-    """d sanitize(Q) / dQ (n, nQ, nQ) by central differences."""
-    n, nq = Q.shape
-    E = eps * np.eye(nq)
-    plus = mb.sanitize((Q[:, None, :] + E).reshape(-1, nq)).reshape(n, nq, nq)
-    minus = mb.sanitize((Q[:, None, :] - E).reshape(-1, nq)).reshape(n, nq, nq)
-    return np.swapaxes((plus - minus) / (2 * eps), 1, 2)
+def _step_status(mb, s, i):
+    if s == -1:
+        raise NotImplementedError(f"{mb.name}: step_derivatives needs the forward dynamics derivatives, which were "
+                                  "not generated for this model (see forward_dynamics_derivatives)")
+    mb.binding.check_status(i * (mb.nb + 1) + s, "step_derivatives")

@@ -15,6 +15,7 @@
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,7 +31,9 @@ enum {
     K_Q = 2,      /* void fn(const double *q, double *out)                                   frame_poses */
     K_Q_FIXED = 3,/* void fn(const double *q, const double *u0, const double *p0, double *out)   mass_matrix */
     K_DYN = 4,    /* int fn(const double *q, const double *u, const double *g, const double *x, double *out) */
-    K_TA = 5      /* int fn(q, u, g, x, const double *k (NULL), double *out)                 loops' FD */
+    K_TA = 5,     /* int fn(q, u, g, x, const double *k (NULL), double *out)                 loops' FD */
+    K_STEP = 6    /* int fn(q, u, g, T, double dt, int method, double *work, double *A, double *B)
+                     step_derivatives: called (q, u, T, dt[, method]), returns (A, B) */
 };
 
 typedef void (*fn_q_f)(const double *, int, double *);
@@ -39,6 +42,8 @@ typedef void (*fn_q)(const double *, double *);
 typedef void (*fn_q_fixed)(const double *, const double *, const double *, double *);
 typedef int (*fn_dyn)(const double *, const double *, const double *, const double *, double *);
 typedef int (*fn_ta)(const double *, const double *, const double *, const double *, const double *, double *);
+typedef int (*fn_step)(const double *, const double *, const double *, const double *, double, int, double *,
+                       double *, double *);
 
 /* the C function, as the pointer type of its kind (ISO C converts no object pointer to a function pointer:
  * the address comes in as an integer and is converted once, to the kind's type) */
@@ -49,6 +54,7 @@ typedef union {
     fn_q_fixed q_fixed;
     fn_dyn dyn;
     fn_ta ta;
+    fn_step step;
 } Fn;
 
 typedef struct {
@@ -62,7 +68,8 @@ typedef struct {
     PyObject *fallback;     /* the Python method: everything the fast path does not take */
     PyObject *handle_type;  /* this model's FrameHandle type (frames by index) */
     PyObject *frame_index;  /* {name: index} */
-    PyObject *aux;          /* K_Q_FIXED: (u0, p0) arrays; K_DYN/K_TA: the gravity array (3,) */
+    PyObject *aux;          /* K_Q_FIXED: (u0, p0) arrays; K_DYN/K_TA/K_STEP: the gravity array (3,); K_STEP's
+                             * aux2: its work array */
     PyObject *aux2;
     PyObject *on_status;    /* called with a nonzero status (it raises); None: the status is not checked */
     PyObject *name, *doc;
@@ -110,6 +117,60 @@ static PyObject *fall_back(Call *self, PyObject *const *args, size_t nargsf, PyO
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
+/* K_STEP: (q, u, T, dt[, method]) -> (A, B); anything else to the fallback */
+static PyObject *step_call(Call *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    const double *q, *u, *T;
+    double dt;
+    int method = 0, status;
+    npy_intp dA[2], dB[2];
+    PyObject *A, *B, *r;
+    if ((nargs != 4 && nargs != 5) || !(q = vec(args[0], self->nq)) || !(u = vec(args[1], self->nu))
+        || !(T = vec(args[2], self->nu)) || !PyFloat_CheckExact(args[3]))
+        return fall_back(self, args, nargsf, kwnames);
+    dt = PyFloat_AS_DOUBLE(args[3]);
+    if (!(dt > 0.0 && dt < HUGE_VAL))
+        return fall_back(self, args, nargsf, kwnames);
+    if (nargs == 5) {
+        if (!PyUnicode_CheckExact(args[4]))
+            return fall_back(self, args, nargsf, kwnames);
+        if (PyUnicode_CompareWithASCIIString(args[4], "rk4") == 0)
+            method = 0;
+        else if (PyUnicode_CompareWithASCIIString(args[4], "euler") == 0
+                 || PyUnicode_CompareWithASCIIString(args[4], "semi_implicit_euler") == 0)
+            method = 1;
+        else
+            return fall_back(self, args, nargsf, kwnames);
+    }
+    dA[0] = dA[1] = dB[0] = 2 * self->nu;
+    dB[1] = self->nu;
+    A = PyArray_SimpleNew(2, dA, NPY_DOUBLE);
+    if (A == NULL)
+        return NULL;
+    B = PyArray_SimpleNew(2, dB, NPY_DOUBLE);
+    if (B == NULL) {
+        Py_DECREF(A);
+        return NULL;
+    }
+    status = self->fn.step(q, u, (const double *)PyArray_DATA((PyArrayObject *)self->aux), T, dt, method,
+                           (double *)PyArray_DATA((PyArrayObject *)self->aux2), (double *)PyArray_DATA((PyArrayObject *)A),
+                           (double *)PyArray_DATA((PyArrayObject *)B));
+    if (status && self->on_status != Py_None) {
+        r = PyObject_CallFunction(self->on_status, "i", status);
+        if (r == NULL) {
+            Py_DECREF(A);
+            Py_DECREF(B);
+            return NULL;
+        }
+        Py_DECREF(r);
+    }
+    r = PyTuple_Pack(2, A, B);
+    Py_DECREF(A);
+    Py_DECREF(B);
+    return r;
+}
+
 static PyObject *call_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Call *self = (Call *)callable;
@@ -121,6 +182,8 @@ static PyObject *call_vectorcall(PyObject *callable, PyObject *const *args, size
 
     if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)
         return fall_back(self, args, nargsf, kwnames);
+    if (self->kind == K_STEP)
+        return step_call(self, args, nargsf, kwnames);
     switch (self->kind) {
     case K_Q_F:
         if (nargs != 2 || !(q = vec(args[0], self->nq)) || (f = frame_of(self, args[1])) < 0)
@@ -209,7 +272,7 @@ static PyObject *call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTuple(args, "iKnnO!OUOOOnOOO", &kind, &addr, &nq, &nu, &PyTuple_Type, &shape, &fallback,
                           &name, &doc, &htype, &findex, &nframes, &aux, &aux2, &on_status))
         return NULL;
-    if (kind < K_Q_F || kind > K_TA || addr == 0 || PyTuple_GET_SIZE(shape) < 1 || PyTuple_GET_SIZE(shape) > 3
+    if (kind < K_Q_F || kind > K_STEP || addr == 0 || PyTuple_GET_SIZE(shape) < 1 || PyTuple_GET_SIZE(shape) > 3
         || !PyCallable_Check(fallback)) {
         PyErr_SetString(PyExc_ValueError, "symgen fastcall: bad Call arguments");
         return NULL;
@@ -220,7 +283,9 @@ static PyObject *call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     if (kind == K_Q_FIXED && (check_aux(aux, nu, "u0") || check_aux(aux2, 1, "p0")))
         return NULL;
-    if ((kind == K_DYN || kind == K_TA) && check_aux(aux, 3, "gravity"))
+    if ((kind == K_DYN || kind == K_TA || kind == K_STEP) && check_aux(aux, 3, "gravity"))
+        return NULL;
+    if (kind == K_STEP && check_aux(aux2, 1, "work"))
         return NULL;
     self = (Call *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -232,6 +297,7 @@ static PyObject *call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     case K_Q: self->fn.q = (fn_q)(uintptr_t)addr; break;
     case K_Q_FIXED: self->fn.q_fixed = (fn_q_fixed)(uintptr_t)addr; break;
     case K_DYN: self->fn.dyn = (fn_dyn)(uintptr_t)addr; break;
+    case K_STEP: self->fn.step = (fn_step)(uintptr_t)addr; break;
     default: self->fn.ta = (fn_ta)(uintptr_t)addr; break;
     }
     self->kind = kind;

@@ -30,7 +30,7 @@ from .hinge_kernels import HingeKernels, load_generated
 
 #: the methods with a compiled one-state call in front of them (ModelBinding.fast_calls)
 ONE_STATE = ("frame_pose", "jacobian", "frame_velocity", "frame_poses", "mass_matrix", "inverse_dynamics",
-             "forward_dynamics")
+             "forward_dynamics", "forward_dynamics_derivatives", "inverse_dynamics_derivatives", "step_derivatives")
 
 
 class MultibodyModel:
@@ -307,7 +307,7 @@ class MultibodyModel:
 
     # ---- derivatives (symgen.runtime.derivatives): Q derivatives are tangent, along Qdot = N(Q) e_j
     def forward_dynamics_derivatives(self, q, u, T, f_ext=None, gravity=None, params=None, wrt: str = "state"):
-        """``(dq, du, Minv)``: dUdot/dQ (tangent: column j along the motion of Q that U = e_j produces; d/dQ
+        """``dq, du, Minv``, an array (3, nU, nU) (for a batch (3, N, nU, nU)) that unpacks as: dUdot/dQ (tangent: column j along the motion of Q that U = e_j produces; d/dQ
         itself for PIN and SLIDER hinges), dUdot/dU and M^-1 (= dUdot/dT), each nU x nU; one state or a batch
         (leading N).  Generated C: forward-mode derivatives of the traced recursions, dUdot = M^-1 (dT -
         dRNEA) on the ATBI factorization.  ``f_ext``, ``gravity``, ``params`` as :meth:`forward_dynamics`;
@@ -316,7 +316,7 @@ class MultibodyModel:
         return _derivs.forward_dynamics_derivatives(self, q, u, T, f_ext, gravity, params, wrt)
 
     def inverse_dynamics_derivatives(self, q, u, udot, f_ext=None, gravity=None, params=None, wrt: str = "state"):
-        """``(dq, du, M)``: dT/dQ (tangent, as :meth:`forward_dynamics_derivatives`), dT/dU and M (= dT/dUdot);
+        """``dq, du, M`` (an array (3, nU, nU), (3, N, nU, nU) for a batch): dT/dQ (tangent, as :meth:`forward_dynamics_derivatives`), dT/dU and M (= dT/dUdot);
         ``wrt="params"``: dT/dtheta (nU x n_theta), the regressor Y with ``Y @ theta() = T`` when every inertia
         is a parameter."""
         self._tree_only("inverse_dynamics_derivatives")
