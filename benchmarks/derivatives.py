@@ -92,7 +92,7 @@ def bench_robot(spec: str, n: int, rounds: int) -> dict:
 
     def c_batch(kind, P):
         f = getattr(b.lib, f"sg_{mb.name}_{kind}_derivatives_batch")
-        args = (n, b.buf(Q), b.buf(U), b.buf(P), 1, b._out_buf(out))
+        args = (n, b.buf(Q), b.buf(U), b.buf(P), 1, b.buf(out))
 
         def run():
             t = time.perf_counter()

@@ -14,7 +14,7 @@ from symgen.paths import templates_dir
 HELPERS = sorted((templates_dir() / "helpers").glob("*.c"))
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-Wno-unused-function", "-fsyntax-only"]
 #: what the model template defines before a helper that needs it
-DEFINES = {"loops": "#define SG_LOOP_MAX_NC 4\n"}
+DEFINES = {"loops": "#define SG_LOOP_MAX_NC 4\n", "step_derivatives": "#define SG_STEP_MAX_HU 6\n"}
 
 
 def test_the_plain_helpers_are_c_files():
