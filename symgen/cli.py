@@ -291,7 +291,7 @@ def cmd_build(args, ui) -> int:
         loops = f", {len(model.loops)} loops" if model.loops else ""
         ui.progress(_stage_line(report, "load", f"{path.name}: {len(model.bodies)} bodies, "
                                                 f"{len(model.frames)} extra frames{loops}"))
-        mb = build_model(model, out=out, stages=stage_done, form=args.form)
+        mb = build_model(model, out=out, stages=stage_done, form=args.form, derivatives=args.derivatives)
     ui.out(f"built {mb.name}: nQ = {mb.nq}, nU = {mb.nu}, {mb.nb} bodies, {len(mb.frame_names)} frames{loops} "
            f"-> {out / mb.name} (import {out.name}.{mb.name}) in {time.perf_counter() - t0:.2f} s")
     return 0
@@ -591,6 +591,10 @@ def make_parser() -> argparse.ArgumentParser:
     pb.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: ./generated)")
     _add_model_options(pb)
     _add_form_option(pb)
+    pb.add_argument("--derivatives", action="store_true",
+                    help="also compile the derivative functions (forward_dynamics_derivatives, "
+                         "inverse_dynamics_derivatives, step_derivatives) into the module; without it the package "
+                         "has their C but not their machine code, and symgen.build compiles them on first use")
     _add_output_flags(pb)
     pb.set_defaults(func=cmd_build)
 

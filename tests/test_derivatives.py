@@ -2,7 +2,8 @@
 
 Oracles: Pinocchio's ``computeABADerivatives`` / ``computeRNEADerivatives`` on fixed-base robots (arm7, the random
 URDF trees, ``example-robot-data``'s UR5 and Panda) to 1e-9 relative; central differences along the tangent
-(1e-6 relative; step 1e-6) on floating bases, on random trees of every hinge type (with armature, with f_ext);
+(1e-6 relative; step 1e-6) on floating bases, on random trees that hold every hinge type (with armature, with
+f_ext);
 central differences of one ``rollout`` step (RK4, semi-implicit Euler); the parameter derivatives by central
 differences in theta and the identity ``Y theta = T`` (1e-10); MuJoCo's ``mjd_transitionFD`` on a URDF both load.
 """
@@ -16,7 +17,7 @@ import pytest
 
 import symgen
 from helpers import assert_close
-from model_factory import ALL_HINGES, armature_tree_model, tree_model
+from model_factory import random_tree_dict
 from pin_maps import to_pin_q, u_map
 from symgen.pipeline.package import build_model
 
@@ -95,7 +96,24 @@ def _central(mb, f, q, u, x, h=1e-6):
     return dq, du, dx
 
 
-TREES = ["arm7-floating", "humanoid-floating", "tree3", "armature_tree7", "all_hinges"]
+#: every hinge type once, over four small random trees (the derivative functions of a tree compile in a time
+#: that grows faster than its length: four trees of five bodies take a fraction of one of twenty)
+GROUPS = [symgen.HINGE_TYPES[i::4] for i in range(4)]
+TREES = ["arm7-floating", "quadruped-floating"] + [f"hinges{i}" for i in range(4)]
+
+
+def _small_tree(i):
+    """Random tree i of GROUPS[i]'s hinge types; trees 1 and 3 with armature on every moving hinge."""
+    from symgen.hinges import bind
+    from symgen.model import model_from_dict
+
+    d = random_tree_dict(40 + i, types=GROUPS[i], name=f"dtree{i}")
+    for k, b in enumerate(d["bodies"]):
+        params = {key: v for key, v in b["hinge"].items() if key not in ("type", "name")}
+        nu = bind(b["hinge"]["type"], **params).nu
+        if nu and i % 2:
+            b["hinge"]["armature"] = [0.01 * (1 + k)] * nu
+    return model_from_dict(d, f"<derivative tree {i}>")
 
 
 @pytest.fixture(scope="module", params=TREES)
@@ -103,11 +121,9 @@ def tree(request, urdf_robots):
     name = request.param
     if name == "arm7-floating":
         return symgen.build(str(urdf_robots / "arm7.urdf"), floating_base=True)
-    if name == "humanoid-floating":
-        return symgen.build(str(ROOT / "examples" / "models" / "humanoid.urdf"), floating_base=True)
-    if name == "all_hinges":
-        return symgen.build(ALL_HINGES)
-    return build_model(armature_tree_model() if name == "armature_tree7" else tree_model(3))
+    if name == "quadruped-floating":
+        return symgen.build(str(ROOT / "examples" / "models" / "quadruped.urdf"), floating_base=True)
+    return build_model(_small_tree(int(name[-1])))
 
 
 def _f_ext(mb, rng):
@@ -261,6 +277,39 @@ def test_bad_wrt_and_loops_are_clear_errors(fixed_robot):
         mb.forward_dynamics_derivatives(q, np.zeros(mb.nu), np.zeros(mb.nu), wrt="theta")
     with pytest.raises(ValueError, match="parametric build"):
         mb.inverse_dynamics_derivatives(q, np.zeros(mb.nu), np.zeros(mb.nu), wrt="params")
+
+
+def test_loops_are_a_clear_error():
+    mb = symgen.build(ROOT / "examples" / "models" / "fourbar.yaml")
+    q, z = mb.neutral_q(), np.zeros(mb.nu)
+    for f in (mb.forward_dynamics_derivatives, mb.inverse_dynamics_derivatives):
+        with pytest.raises(NotImplementedError, match="loop constraints.*closure"):
+            f(q, z, z)
+    with pytest.raises(NotImplementedError, match="loop constraints"):
+        mb.step_derivatives(q, z, z, 0.01)
+
+
+def test_lazy_and_compiled_derivatives(tmp_path, urdf_robots):
+    """symgen.build compiles the derivative functions on the first derivative call (a second module, the same
+    numbers); a package built with --derivatives has them in its module; one built without says how to get them."""
+    from symgen.runtime import load_built
+
+    path = str(urdf_robots / "arm7.urdf")
+    lazy = symgen.build(path, out=tmp_path / "lazy")
+    assert lazy.manifest["derivatives"] is False
+    rng = np.random.default_rng(1)
+    q, u, T = rng.normal(size=lazy.nq), rng.normal(size=lazy.nu), rng.normal(size=lazy.nu)
+    a = lazy.forward_dynamics_derivatives(q, u, T)
+    assert lazy.derivative_binding() is not lazy.binding
+    built = symgen.build(path, out=tmp_path / "full", derivatives=True)
+    assert built.manifest["derivatives"] is True and built.derivative_binding() is built.binding
+    assert np.array_equal(a, built.forward_dynamics_derivatives(q, u, T))
+    assert np.array_equal(a, load_built(tmp_path / "full" / "arm7").forward_dynamics_derivatives(q, u, T))
+    with pytest.raises(NotImplementedError, match="derivatives=True"):
+        load_built(tmp_path / "lazy" / "arm7").forward_dynamics_derivatives(q, u, T)
+    lazy.gravity = [0.0, 0.0, -1.62]                 # the derivative module follows the model's gravity
+    assert np.array_equal(lazy.forward_dynamics_derivatives(q, u, T),
+                          built.forward_dynamics_derivatives(q, u, T, gravity=[0.0, 0.0, -1.62]))
 
 
 def test_one_state_fast_path_equals_the_general_path(tree):

@@ -716,9 +716,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> d
             part_lines[f["part"]] = len(f["lines"])
     forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
-             "mass_matrix": "straight" if traced["mm"] else "per_kind",
-             "forward_dynamics_derivatives": "straight" if derivs["fd"] else None,
-             "inverse_dynamics_derivatives": "straight" if derivs["id"] else None}
+             "mass_matrix": "straight" if traced["mm"] else "per_kind"}
     return {"parts": parts, "part_lines": part_lines, "forms": forms, "lanes": lanes, "derivs": derivs, "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,

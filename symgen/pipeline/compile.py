@@ -113,10 +113,11 @@ def _first_error_lines(text: str, n: int = 8) -> str:
 STRICT_STOP = ("-flto",)
 
 
-def strict_check(path: Path, label: str, cc=None) -> None:
-    """Compile one C file with the strict flags (:data:`STRICT_STOP`); BuildError on failure."""
+def strict_check(path: Path, label: str, cc=None, defines=()) -> None:
+    """Compile one C file with the strict flags (:data:`STRICT_STOP`) and ``defines`` (the ``-D`` options the
+    module is compiled with); BuildError on failure."""
     cc = cc or compiler()
-    cmd = [*cc, *STRICT_FLAGS, "-c", str(path), "-o", os.devnull]
+    cmd = [*cc, *STRICT_FLAGS, *defines, "-c", str(path), "-o", os.devnull]
     out = subprocess.run([*cc, *STRICT_STOP, *cmd[len(cc):]], capture_output=True, text=True, cwd=path.parent)
     if out.returncode != 0 and any(flag in out.stderr for flag in STRICT_STOP):   # the compiler refuses -flto
         out = subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent)
@@ -249,7 +250,7 @@ def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wra
         return obj
 
     def strict(f):
-        strict_check(src / f, label, cc)
+        strict_check(src / f, label, cc, [x for x in flags if x.startswith("-D")])
 
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as ex, \
             progress.bar("compile", len(jobs) + len(c_files) + 1, "compiling") as bar:

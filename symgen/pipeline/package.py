@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ..progress import step
-from .compile import BuildError, build_extension, build_module, module_key, stats
+from .compile import OPT_FLAGS, BuildError, build_extension, build_module, module_key, stats
 from .sources import cached_model_sources
 from ..paths import package_dir
 
@@ -41,25 +41,43 @@ def fastcall_module(say=lambda s: None):
     return mod
 
 
-def module_of_sources(files: dict, manifest: dict, label: str):
+#: the parts of a model's C that hold the derivative functions (symgen.codegen.emit: FD's 7, ID's 8)
+DERIVATIVE_PARTS = (7, 8)
+
+
+def _compile_options(manifest: dict, derivatives: bool):
+    """(flags, parts) of a model's module: without ``derivatives`` the derivative parts are left out and the
+    module is compiled with -DSG_NO_DERIVATIVES (their functions return -2: compiled on first use)."""
+    parts = manifest.get("parts")
+    if derivatives:
+        return OPT_FLAGS, parts
+    return OPT_FLAGS + ("-DSG_NO_DERIVATIVES",), [k for k in parts if k not in DERIVATIVE_PARTS] if parts else parts
+
+
+def module_of_sources(files: dict, manifest: dict, label: str, derivatives: bool = False):
     """``(module, manifest)`` of a model's sources: compiled through symgen.pipeline.compile's cache (nothing when
-    this platform built them before) and imported; the manifest gains the module's name and file.  What
-    :func:`build_model` and a sweep's workers (symgen.sweeps) run; needs neither sympy nor jinja2."""
+    this platform built them before) and imported; the manifest gains the module's name and file, and
+    ``derivatives``: whether the derivative functions are compiled in (else the model compiles a second
+    module with them on the first derivative call).  What :func:`build_model` and a sweep's workers
+    (symgen.sweeps) run; needs neither sympy nor jinja2."""
     name = manifest["name"]
-    mod, modname, so = build_module(name, files, label, compile_only=[f"{name}.c"], parts=manifest.get("parts"))
-    return mod, dict(manifest, module=modname, so=so.name), so
+    flags, parts = _compile_options(manifest, derivatives)
+    mod, modname, so = build_module(name, files, label, flags=flags, compile_only=[f"{name}.c"], parts=parts)
+    return mod, dict(manifest, module=modname, so=so.name, derivatives=bool(derivatives)), so
 
 
-def module_name_of(files: dict, manifest: dict) -> str:
+def module_name_of(files: dict, manifest: dict, derivatives: bool = False) -> str:
     """The module name :func:`module_of_sources` gives these sources (the compile cache's key)."""
     name = manifest["name"]
-    return module_key(name, files, compile_only=[f"{name}.c"], parts=manifest.get("parts"))
+    flags, parts = _compile_options(manifest, derivatives)
+    return module_key(name, files, flags=flags, compile_only=[f"{name}.c"], parts=parts)
 
 
-def build_model(model, out=None, progress=None, form: str = "auto", stages=None):
+def build_model(model, out=None, progress=None, form: str = "auto", stages=None, derivatives: bool = False):
     """Generate, compile (through the cache) and load a model.  With ``out``, also write
     ``out/<name>/`` as an importable package (sources, module, manifest.json, __init__.py).  ``form``: which
-    form the dynamics take (:func:`symgen.build`).  ``progress(text)`` receives one line per stage;
+    form the dynamics take (:func:`symgen.build`).  ``derivatives``: compile the derivative functions into the
+    module now (else the returned model compiles them on its first derivative call).  ``progress(text)`` receives one line per stage;
     ``stages(stage, **facts)`` the same as data, for callers that print their own lines (the CLI): ``generate``
     (files, kb, seconds), ``compile`` (module, seconds, hit), ``warning`` (text), ``install`` (target, seconds)."""
     from ..runtime import MultibodyModel
@@ -82,7 +100,8 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None)
          files=len(files), kb=kb, seconds=seconds)
     t = time.perf_counter()
     compiles = stats["compiles"]
-    mod, manifest, so = module_of_sources(files, manifest, f"model {model.name} ({model.source})")
+    label = f"model {model.name} ({model.source})"
+    mod, manifest, so = module_of_sources(files, manifest, label, derivatives)
     hit, seconds = stats["compiles"] == compiles, time.perf_counter() - t
     done("compile", f"compile   {manifest['module']} in {seconds:.2f} s" + (" (cache hit)" if hit else ""),
          module=manifest["module"], seconds=seconds, hit=hit)
@@ -102,7 +121,13 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None)
         path = target / so.name
         seconds = time.perf_counter() - t
         done("install", f"install   {target} in {seconds:.2f} s", target=target, seconds=seconds)
-    return MultibodyModel(mod, manifest, path=path, fastcall=fast)
+    base = dict(manifest)
+
+    def with_derivatives():
+        """The module with the derivative functions, compiled on the first derivative call (cached)."""
+        say(f"compile   {model.name}'s derivative functions (on first use)")
+        return module_of_sources(files, base, label + " with derivatives", derivatives=True)[0]
+    return MultibodyModel(mod, manifest, path=path, fastcall=fast, derivatives=None if derivatives else with_derivatives)
 
 
 _PACKAGE_INIT = '''"""symgen model package {name!r} (generated; do not edit).
@@ -148,7 +173,7 @@ def _install_package(target: Path, files: dict, so: Path, manifest: dict, fast=N
 
 def build(path, floating_base: bool = False, out=None, progress=None, *, armature=None, lock=None,
           balance_inertia: bool = False, accept_indefinite_inertia: bool = False, parameters=None, form: str = "auto",
-          loops_from_equality: bool = False):
+          loops_from_equality: bool = False, derivatives: bool = False):
     """What :func:`symgen.build` runs (its docstring documents every option): read the model file with
     :func:`symgen.model.load_model`, then :func:`build_model`."""
     import dataclasses
@@ -167,4 +192,4 @@ def build(path, floating_base: bool = False, out=None, progress=None, *, armatur
         if isinstance(parameters, str):
             parameters = [parameters]
         model = dataclasses.replace(model, parameters=list(parameters))
-    return build_model(model, out=out, progress=progress, form=form)
+    return build_model(model, out=out, progress=progress, form=form, derivatives=derivatives)

@@ -56,9 +56,7 @@ _empty = np.empty
 #: the one-state C functions (``sg_<name>_<key>``, the dynamics' ``_single`` variants) by name
 ONE_STATE_C = {"forward_dynamics": "forward_dynamics_single", "inverse_dynamics": "inverse_dynamics_single",
                "mass_matrix": "mass_matrix", "frame_pose": "frame_pose", "frame_poses": "frame_poses",
-               "frame_jacobian": "frame_jacobian", "frame_velocity": "frame_velocity",
-               "forward_dynamics_derivatives": "fd_derivatives_single",
-               "inverse_dynamics_derivatives": "id_derivatives_single"}
+               "frame_jacobian": "frame_jacobian", "frame_velocity": "frame_velocity"}
 
 #: the kinds of one-state C functions in symgen/runtime/fastcall.c (their argument lists)
 _K_Q_F, _K_Q_U_F, _K_Q, _K_Q_FIXED, _K_DYN, _K_TA, _K_STEP = range(7)
@@ -398,6 +396,9 @@ class ModelBinding:
             raise NotImplementedError(
                 f"{self.name}: {kind} dynamics derivatives were not generated for this model (its dynamics take the "
                 f"per-kind form, or the derivative function is over symgen.codegen.derivatives.DERIVATIVE_MAX_LINES)")
+        if status == -2:
+            raise NotImplementedError(f"{self.name}: this module was compiled without the derivative functions "
+                                      "(see MultibodyModel.derivative_binding)")
         self.check_status(status, f"{kind}_dynamics_derivatives")
 
     def derivatives_one(self, kind, q, u, x):
@@ -514,12 +515,27 @@ class ModelBinding:
                        call("mass_matrix", _K_Q_FIXED, c["mass_matrix"], self.shape_M, self._u1, self._p1),
                        call("inverse_dynamics", _K_DYN, c["inverse_dynamics"], self.shape_u, g),
                        fd)
-        if "ta_forward_dynamics" not in c:          # a model with loops: the derivative methods raise
-            self._calls += tuple(
-                call(f"{k}_dynamics_derivatives", _K_DYN, c[f"{k}_dynamics_derivatives"], (3, self.nu, self.nu), g,
-                     on_status=lambda s, k=k: self.derivative_status(s, k))
-                for k in ("forward", "inverse"))
-            self._step_work = np.empty(getattr(self.lib, f"sg_{self.name}_step_work_size")())
-            self._calls += (call("step_derivatives", _K_STEP, getattr(self.lib, f"sg_{self.name}_step_derivatives_single"),
-                                 (1,), g, self._step_work, on_status=lambda s: self.derivative_status(s, "forward")),)
         return self._calls
+
+    def derivative_fast_calls(self, ext, methods: dict) -> tuple:
+        """The compiled one-state calls of the derivative methods (``methods``: forward_dynamics_derivatives,
+        inverse_dynamics_derivatives, step_derivatives), on this binding's module; empty for a model with loops
+        (the methods raise) or without Q or U."""
+        if not (self.nq and self.nu) or self.manifest.get("loops"):
+            return ()
+        ffi, g = self.ffi, self._gravity
+
+        def call(name, kind, fn, shape, aux=None, aux2=None, on_status=None):
+            method = methods[name]
+            return ext.Call(kind, int(ffi.cast("uintptr_t", fn)), self.nq, self.nu, tuple(shape), method, name,
+                            method.__doc__ or "", self.Handle, self._frame_index, len(self.frame_names), aux, aux2,
+                            on_status)
+        lib, name = self.lib, self.name
+        self._step_work = np.empty(getattr(lib, f"sg_{name}_step_work_size")())
+        calls = tuple(call(f"{k}_dynamics_derivatives", _K_DYN, getattr(lib, f"sg_{name}_{k[:1]}d_derivatives_single"),
+                           (3, self.nu, self.nu), g, on_status=lambda s, k=k: self.derivative_status(s, k))
+                      for k in ("forward", "inverse"))
+        calls += (call("step_derivatives", _K_STEP, getattr(lib, f"sg_{name}_step_derivatives_single"), (1,), g,
+                       self._step_work, on_status=lambda s: self.derivative_status(s, "forward")),)
+        self._calls += calls
+        return calls

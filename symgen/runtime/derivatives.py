@@ -41,10 +41,10 @@ def inverse_dynamics_derivatives(mb, q, u, udot, f_ext=None, gravity=None, param
 def _state_derivatives(mb, kind, q, u, x, f_ext, gravity, params):
     """The three matrices: one C call on the arrays' memory for one state without keywords, else the batch."""
     if f_ext is None and gravity is None and params is None:
-        r = mb.binding.derivatives_one(kind, q, u, x)
+        r = mb.derivative_binding().derivatives_one(kind, q, u, x)
         if r is not None and r[1] == 0:
             return r[0]
-    return mb.binding.derivatives(kind, q, u, x, f_ext, gravity, params)  # a status: raised there
+    return mb.derivative_binding().derivatives(kind, q, u, x, f_ext, gravity, params)  # a status: raised there
 
 
 def _check_wrt(wrt):
@@ -118,7 +118,7 @@ def step_derivatives(mb, q, u, T, dt: float, method: str = "rk4", f_ext=None, gr
         dt = float("nan")
     if not 0.0 < dt < math.inf:
         raise ValueError(f"{mb.name}: step_derivatives needs a finite dt > 0, got {dt!r}")
-    b = mb.binding
+    b = mb.derivative_binding()
     if f_ext is None and gravity is None and params is None:
         r = b.step_one(q, u, T, dt, code)
         if r is not None:

@@ -30,7 +30,9 @@ from .hinge_kernels import HingeKernels, load_generated
 
 #: the methods with a compiled one-state call in front of them (ModelBinding.fast_calls)
 ONE_STATE = ("frame_pose", "jacobian", "frame_velocity", "frame_poses", "mass_matrix", "inverse_dynamics",
-             "forward_dynamics", "forward_dynamics_derivatives", "inverse_dynamics_derivatives", "step_derivatives")
+             "forward_dynamics")
+#: the one-state methods whose compiled calls come with the derivative functions' module
+DERIVATIVE_CALLS = ("forward_dynamics_derivatives", "inverse_dynamics_derivatives", "step_derivatives")
 
 
 class MultibodyModel:
@@ -39,9 +41,13 @@ class MultibodyModel:
     The verbs are thin: the compiled module, its pointers and calls, the argument checks and ``out=`` belong
     to :attr:`binding` (a :class:`~symgen.runtime.binding.ModelBinding`)."""
 
-    def __init__(self, module, manifest: dict, path=None, fastcall=None):
+    def __init__(self, module, manifest: dict, path=None, fastcall=None, derivatives=None):
         #: the compiled module: pointers, one-state and batched C calls, checks (symgen.runtime.binding)
         self.binding = b = ModelBinding(module, manifest)
+        # the derivative functions: in this module (a build with derivatives=True), or compiled on first use by
+        # ``derivatives()`` (a callable the builder gives, returning the module with them), else unavailable
+        self._derivatives_module, self._derivative_binding = derivatives, None
+        self._fastcall = fastcall
         self.manifest = manifest
         self.name = manifest["name"]
         self.nq, self.nu, self.nb = manifest["nq"], manifest["nu"], manifest["nb"]
@@ -87,6 +93,32 @@ class MultibodyModel:
     @gravity.setter
     def gravity(self, g):
         self.binding.set_gravity(g)
+        if self._derivative_binding not in (None, self.binding):
+            self._derivative_binding.set_gravity(g)
+
+    def derivative_binding(self) -> ModelBinding:
+        """The binding whose module holds the derivative functions: :attr:`binding` when they were compiled into
+        the model's module (``symgen.build(..., derivatives=True)``, ``python -m symgen build --derivatives``),
+        else a second module with them, compiled on the first call (then from the compile cache) and loaded."""
+        db = self._derivative_binding
+        if db is not None:
+            return db
+        if self.manifest.get("derivatives", False):
+            db = self.binding
+        elif self._derivatives_module is None:
+            raise NotImplementedError(
+                f"{self.name}: this module was compiled without the derivative functions; build the model with "
+                f"derivatives=True (symgen.build(..., derivatives=True), python -m symgen build --derivatives), or "
+                f"through symgen.build, which compiles them on the first derivative call")
+        else:
+            db = ModelBinding(self._derivatives_module(), dict(self.manifest, derivatives=True))
+            db.set_gravity(self.binding.gravity)
+        self._derivative_binding = db
+        if self._fastcall is not None:          # the compiled one-state calls of the derivative methods
+            for call in db.derivative_fast_calls(self._fastcall, {n: getattr(type(self), n).__get__(self)
+                                                                  for n in DERIVATIVE_CALLS}):
+                setattr(self, call.__name__, call)
+        return db
 
     def __repr__(self):
         return f"<symgen.MultibodyModel {self.name}: nq={self.nq} nu={self.nu} bodies={self.nb}>"
