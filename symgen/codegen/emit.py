@@ -95,6 +95,7 @@ class CKernel:
     doc: str = ""
     p_stride: int = 36       # doubles of p per state in the _batch variant
     internal: bool = False   # called by model code only: not in the hinge manifest's kernel table
+    guard: str | None = None # compiled only where this macro is not defined (the derivative kernels: SG_NO_DERIVATIVES)
 
     @property
     def out_size(self) -> int:
@@ -237,7 +238,8 @@ def emit_hinge(h: Hinge, slug: str | None = None) -> list:
         lines, flops, helpers = emit_statements(M, _slots(h))
         rows = h.nu if name.endswith("_du") else h.nq
         out.append(CKernel(name, f"sg_{slug}_{name}", ("q", "u") if name in NEEDS_U_DQ else ("q",),
-                           (rows, len(M) // rows), lines, flops, helpers, doc=_DOCS[name], internal=True))
+                           (rows, len(M) // rows), lines, flops, helpers, doc=_DOCS[name], internal=True,
+                           guard=None if name == "qdot_dq" else "SG_NO_DERIVATIVES"))
     if h.has_sanitize:
         lines, flops, helpers = emit_statements(list(h.sanitize_expr), _slots(h))
         out.append(CKernel("sanitize", f"sg_{slug}_sanitize", ("q",), (h.nq,), lines, flops,

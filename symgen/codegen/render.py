@@ -56,19 +56,23 @@ def helper_files(names, template_path: Path | None = None) -> list:
 
 def hinge_spec_object(h, kernels: list, slug: str) -> dict:
     """Everything the hinge templates print, as plain data."""
-    helpers = sorted(set().union(*(k.helpers for k in kernels)))
+    helpers = sorted(set().union(*(k.helpers for k in kernels if not k.guard)))
+    # helpers only the guarded (derivative) kernels call: printed under their guard, so that a module compiled
+    # without those kernels has no unused helper
+    guarded = sorted(set().union(*(k.helpers for k in kernels if k.guard)) - set(helpers))
     ks = []
     for k in kernels:
         shape = "x".join(str(d) for d in k.out_shape)
         ks.append({"name": k.name, "c_name": k.c_name, "ret": "int" if k.returns_status else "void",
                    "doc": k.doc, "lines": k.lines, "casts": emit.void_unused(("q", "u", "p"), k.lines), "flops": k.flops, "shape_text": shape,
-                   "batch_lines": _batch_lines(k, h.nq, h.nu)})
+                   "batch_lines": _batch_lines(k, h.nq, h.nu), "guard": k.guard})
     return {
         "banner": {"title": f"symgen hinge kernels: {slug}", **emit.banner_info(h)},
         "guard": f"SG_{slug.upper()}_H",
         "header_name": f"{slug}.h",
         "kernels": ks,
         "helpers": helpers,
+        "guarded_helpers": guarded,
         "inv_fact": [repr(1.0 / math.factorial(n)) for n in range(MAX_STUMPFF_ORDER + 2 * _SERIES_TERMS + 2)],
         "series_terms": _SERIES_TERMS,
         "series_limit": repr(float(_SERIES_LIMIT)),
@@ -88,6 +92,8 @@ def render_hinge(h, slug: str | None = None, kernels: list | None = None, templa
     env = environment(template_path)
     spec = hinge_spec_object(h, kernels, slug)
     spec["helpers"] = helper_files(spec["helpers"], template_path)
+    spec["guarded_helpers"] = [f for f in helper_files(spec["guarded_helpers"], template_path)
+                               if f not in spec["helpers"]]
     with progress.step("render", f"{slug}.c"):
         return env.get_template("hinge.h.jinja").render(**spec), env.get_template("hinge.c.jinja").render(**spec), kernels
 
