@@ -423,7 +423,8 @@ def _unused_loop_helpers(lines: dict) -> list:
     return [f"SG_LOOP_NO_{h[3:].upper()}" for h in _LOOP_HELPERS if h not in used]
 
 
-def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), form: str = "auto") -> dict:
+def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), form: str = "auto",
+               derivatives: bool = False) -> dict:
     """C pieces of a model's translation unit (constants and unrolled per-body statements).
 
     ``layout``: ``{body: {"q": (start, stop), "u": (start, stop), "nq": .., "nu": ..}}``; ``slugs``: hinge spec
@@ -480,7 +481,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             else:
                 sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
-    dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form)
+    dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form, derivatives and not loops)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size)
     if fk["poses"] is not None:
         poses, pose_calls = fk["poses"], None
@@ -668,7 +669,7 @@ def body_infos(model, layout, slugs, index) -> list:
     return bodies
 
 
-def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> dict:
+def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", derivatives=False) -> dict:
     """The dynamics kernels' bodies, one form per entry point, both from :mod:`symgen.algorithms.soa`'s steps: with
     ``form="auto"`` FD and ID are straight-line up to ``soa.STRAIGHT_LINE_LIMIT`` and M up to
     ``soa.CRBA_UNROLL_LIMIT``, the per-kind form (:mod:`symgen.codegen.perkind`) above them; ``form="per_kind"``
@@ -711,7 +712,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> d
             lanes[k]["part"] = 4 + i if len(lanes[k]["lines"]) >= soa.LANE_SPLIT_MIN_LINES else parts[k]
             if lanes[k]["part"]:
                 part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + len(lanes[k]["lines"])
-    derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None)
+    derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None) if derivatives else \
+        {"fd": None, "id": None}
     for k, f in derivs.items():
         if f:
             f["part"] = 7 if k == "fd" else 8              # each a translation unit of its own
@@ -719,7 +721,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto") -> d
     forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
              "mass_matrix": "straight" if traced["mm"] else "per_kind"}
-    return {"parts": parts, "part_lines": part_lines, "forms": forms, "lanes": lanes, "derivs": derivs, "per_kind_functions": per_kind.functions + per_kind.tables,
+    return {"parts": parts, "part_lines": part_lines, "forms": forms, "lanes": lanes, "derivs": derivs,
+            "derivs_asked": bool(derivatives), "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices"]),

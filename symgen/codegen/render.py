@@ -99,7 +99,7 @@ def render_hinge(h, slug: str | None = None, kernels: list | None = None, templa
 
 
 def render_model(model, layout: dict, slugs: dict, name: str, template_path: Path | None = None, loops=(),
-                 form: str = "auto"):
+                 form: str = "auto", derivatives: bool = False):
     """(header text, source text, parts, forms) of a model's translation unit; ``parts``: the ``SG_PART``
     values that symgen's build compiles it with, in parallel, longest first (``[0]``: one unit); ``forms``: which form each
     dynamics entry point takes (``form``: see :func:`symgen.codegen.emit.emit_model`)."""
@@ -108,7 +108,7 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
     from .. import __version__
 
     with progress.step("emit", f"model {name}"):
-        pieces = emit.emit_model(model, layout, slugs, name, loops, form)
+        pieces = emit.emit_model(model, layout, slugs, name, loops, form, derivatives)
     table = [f"{k:3d} {b.name:<20} parent {b.parent:<20} hinge {b.hinge_name} ({b.hinge_type})"
              for k, b in enumerate(model.bodies)]
     spec = {"name": name, "guard": f"SG_MODEL_{name.upper()}_H", "symgen_version": __version__,

@@ -94,7 +94,7 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
             stages(stage, **facts)
 
     t = time.perf_counter()
-    files, manifest = cached_model_sources(model, form)
+    files, manifest = cached_model_sources(model, form, derivatives)
     kb, seconds = sum(len(v) for v in files.values()) / 1024, time.perf_counter() - t
     done("generate", f"generate  {len(files)} files, {kb:.1f} kB of C in {seconds:.2f} s",
          files=len(files), kb=kb, seconds=seconds)
@@ -121,12 +121,12 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
         path = target / so.name
         seconds = time.perf_counter() - t
         done("install", f"install   {target} in {seconds:.2f} s", target=target, seconds=seconds)
-    base = dict(manifest)
-
     def with_derivatives():
-        """The module with the derivative functions, compiled on the first derivative call (cached)."""
+        """The module with the derivative functions: generated and compiled on the first derivative call (both
+        through their caches)."""
         say(f"compile   {model.name}'s derivative functions (on first use)")
-        return module_of_sources(files, base, label + " with derivatives", derivatives=True)[0]
+        dfiles, dmanifest = cached_model_sources(model, form, derivatives=True)
+        return module_of_sources(dfiles, dmanifest, label + " with derivatives", derivatives=True)[0]
     return MultibodyModel(mod, manifest, path=path, fastcall=fast, derivatives=None if derivatives else with_derivatives)
 
 

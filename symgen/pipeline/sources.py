@@ -189,10 +189,11 @@ def model_identifier(name: str) -> str:
     return ident if not ident[0].isdigit() else f"m_{ident}"
 
 
-def model_sources(model, form: str = "auto"):
+def model_sources(model, form: str = "auto", derivatives: bool = False):
     """(files, manifest) of a model: its translation unit plus the kernels of every hinge spec it uses.
     ``form``: ``"auto"`` (each dynamics entry point straight-line under symgen.algorithms.soa's size limits, the
-    per-kind form above them) or ``"per_kind"`` (the per-kind form for all); ``manifest["forms"]`` says which."""
+    per-kind form above them) or ``"per_kind"`` (the per-kind form for all); ``manifest["forms"]`` says which.
+    ``derivatives``: the translation unit also holds the derivative functions (symgen.codegen.derivatives)."""
     from ..hinges.derive import hinge
     from ..codegen.render import render_model
 
@@ -219,7 +220,8 @@ def model_sources(model, form: str = "auto"):
             qo, uo = qo + h.nq, uo + h.nu
             bar.update(1)
     loops, loop_manifest = _loop_specs(model, files, specs)
-    header, source, parts, forms = render_model(model, layout, slugs, name, loops=loops, form=form)
+    header, source, parts, forms = render_model(model, layout, slugs, name, loops=loops, form=form,
+                                                derivatives=derivatives)
     files[f"{name}.h"], files[f"{name}.c"] = header, source
     frames = {"newtonian": {"body": -1, "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}}
     index = {b.name: i for i, b in enumerate(model.bodies)}
@@ -295,7 +297,7 @@ def _package_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def cached_model_sources(model, form: str = "auto"):
+def cached_model_sources(model, form: str = "auto", derivatives: bool = False):
     """:func:`model_sources` through a disk cache keyed by the model's content and the package sources,
     so a warm build of an unchanged model does no sympy or jinja2 work.  The key includes each hinge's bound
     spec (with its subhinge types' fingerprints), so a hinge type registered at run time is keyed by its
@@ -310,6 +312,7 @@ def cached_model_sources(model, form: str = "auto"):
     text = json.dumps([dataclasses.asdict(model), specs], sort_keys=True, default=str)
     limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}"  # form choices
               f"|{soa.SPLIT_MIN_LINES}|{soa.LANE_SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}")
-    key = hashlib.sha256((text + _package_fingerprint() + limits + f"|{form}").encode()).hexdigest()[:24]
-    return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model, form), "sources",
-                        f"model {model.name}" + ("" if form == "auto" else f" ({form} form)"))
+    key = hashlib.sha256((text + _package_fingerprint() + limits + f"|{form}|{derivatives}").encode()).hexdigest()[:24]
+    return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model, form, derivatives),
+                        "sources", f"model {model.name}" + ("" if form == "auto" else f" ({form} form)")
+                        + (" with derivatives" if derivatives else ""))
