@@ -14,43 +14,17 @@ derivative function's outputs are derivatives.
 """
 from __future__ import annotations
 
-from .tape import Val
+from .tape import Arithmetic, Val
 
 
-class Dual:
-    """A traced value with a nonzero tangent: ``v`` (value), ``d`` (tangent; a lane value)."""
+class Dual(Arithmetic):
+    """A traced value with a nonzero tangent: ``v`` (value), ``d`` (tangent; a lane value); ``tape``: the
+    :class:`DualTape` (Python's operators act through it)."""
 
     __slots__ = ("tape", "v", "d")
 
     def __init__(self, tape, v, d):
         self.tape, self.v, self.d = tape, v, d
-
-    def __add__(self, o):
-        return self.tape.add(self, o)
-
-    def __radd__(self, o):
-        return self.tape.add(o, self)
-
-    def __sub__(self, o):
-        return self.tape.add(self, self.tape.neg(o))
-
-    def __rsub__(self, o):
-        return self.tape.add(o, self.tape.neg(self))
-
-    def __mul__(self, o):
-        return self.tape.mul(self, o)
-
-    def __rmul__(self, o):
-        return self.tape.mul(o, self)
-
-    def __truediv__(self, o):
-        return self.tape.div(self, o)
-
-    def __rtruediv__(self, o):
-        return self.tape.div(o, self)
-
-    def __neg__(self):
-        return self.tape.neg(self)
 
 
 def _parts(x):

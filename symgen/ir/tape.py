@@ -21,18 +21,12 @@ import math
 import re
 
 
-class Val:
-    """A runtime scalar: an input (``q[3]``, ``X2[5]``) or one traced operation."""
+class Arithmetic:
+    """Python's arithmetic operators on a traced value, each the method of its tape (``self.tape``) that folds
+    constants: shared by :class:`Val` and :class:`symgen.ir.dual.Dual`."""
 
-    __slots__ = ("tape", "parts", "deps", "hint", "name", "is_input", "array", "live", "key", "negates", "used")
+    __slots__ = ()
 
-    def __init__(self, tape, parts, deps, is_input=False, name=None, array=None):
-        self.tape, self.parts, self.deps = tape, parts, deps
-        self.is_input, self.name, self.array, self.hint, self.live = is_input, name, array, None, False
-        self.negates = None   # the value this one is the negative of (-(-x) is x, not a new statement)
-        self.used = False     # some statement already reads it (then a name for a new role is an alias)
-
-    # arithmetic with folding; floats are constants
     def __add__(self, o):
         return self.tape.add(self, o)
 
@@ -59,6 +53,18 @@ class Val:
 
     def __neg__(self):
         return self.tape.neg(self)
+
+
+class Val(Arithmetic):
+    """A runtime scalar: an input (``q[3]``, ``X2[5]``) or one traced operation."""
+
+    __slots__ = ("tape", "parts", "deps", "hint", "name", "is_input", "array", "live", "key", "negates", "used")
+
+    def __init__(self, tape, parts, deps, is_input=False, name=None, array=None):
+        self.tape, self.parts, self.deps = tape, parts, deps
+        self.is_input, self.name, self.array, self.hint, self.live = is_input, name, array, None, False
+        self.negates = None   # the value this one is the negative of (-(-x) is x, not a new statement)
+        self.used = False     # some statement already reads it (then a name for a new role is an alias)
 
 
 class Ptr:

@@ -486,6 +486,18 @@ class ModelBinding:
             self.ffi.from_buffer("int[]", status))
 
     # ---- the compiled one-state calls
+    def _call_maker(self, ext, methods: dict):
+        """``call(name, kind, fn, shape, aux, aux2, on_status)``: an ``ext.Call`` of C function ``fn`` (a cffi
+        function) in front of the method ``methods[name]``, its fallback."""
+        ffi = self.ffi
+
+        def call(name, kind, fn, shape, aux=None, aux2=None, on_status=None):
+            method = methods[name]
+            return ext.Call(kind, int(ffi.cast("uintptr_t", fn)), self.nq, self.nu, tuple(shape), method, name,
+                            method.__doc__ or "", self.Handle, self._frame_index, len(self.frame_names), aux, aux2,
+                            on_status)
+        return call
+
     def fast_calls(self, ext, methods: dict) -> tuple:
         """The compiled one-state calls (``ext``: the module built from symgen/runtime/fastcall.c) of the
         methods ``{name: bound method}`` (the names of ``MultibodyModel``'s one-state methods), each calling its
@@ -493,13 +505,7 @@ class ModelBinding:
         without Q or U (the methods' general paths serve it).  Kept for :meth:`set_gravity`."""
         if not (self.nq and self.nu):
             return ()
-        ffi, c = self.ffi, self.one_state
-
-        def call(name, kind, fn, shape, aux=None, aux2=None, on_status=None):
-            method = methods[name]
-            return ext.Call(kind, int(ffi.cast("uintptr_t", fn)), self.nq, self.nu, tuple(shape), method, name,
-                            method.__doc__ or "", self.Handle, self._frame_index, len(self.frame_names), aux, aux2,
-                            on_status)
+        c, call = self.one_state, self._call_maker(ext, methods)
 
         def fd_status(status):
             self.check_status(status, "forward_dynamics")
@@ -523,13 +529,7 @@ class ModelBinding:
         (the methods raise) or without Q or U."""
         if not (self.nq and self.nu) or self.manifest.get("loops"):
             return ()
-        ffi, g = self.ffi, self._gravity
-
-        def call(name, kind, fn, shape, aux=None, aux2=None, on_status=None):
-            method = methods[name]
-            return ext.Call(kind, int(ffi.cast("uintptr_t", fn)), self.nq, self.nu, tuple(shape), method, name,
-                            method.__doc__ or "", self.Handle, self._frame_index, len(self.frame_names), aux, aux2,
-                            on_status)
+        g, call = self._gravity, self._call_maker(ext, methods)
         lib, name = self.lib, self.name
         self._step_work = np.empty(getattr(lib, f"sg_{name}_step_work_size")())
         calls = tuple(call(f"{k}_dynamics_derivatives", _K_DYN, getattr(lib, f"sg_{name}_{k[:1]}d_derivatives_single"),

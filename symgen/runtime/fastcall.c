@@ -2,7 +2,7 @@
  *
  * A Call object holds a pointer to one of a model's one-state C functions (taken from the model's cffi
  * module with ffi.cast("uintptr_t", lib.fn)) and what it needs to call it.  Called with exactly the
- * positional arguments of its kind, each state vector a C-contiguous, aligned float64 ndarray of the right
+ * positional arguments of its kind (step_derivatives: also method= as a keyword), each state vector a C-contiguous, aligned float64 ndarray of the right
  * length (and the frame a handle of this model or a frame name), it calls the C function once on the
  * arrays' memory and returns a new float64 array.  Anything else (keywords, lists, strided views, batches,
  * wrong shapes, unknown frames) goes to the fallback, the model's Python method, which converts, checks,
@@ -117,28 +117,35 @@ static PyObject *fall_back(Call *self, PyObject *const *args, size_t nargsf, PyO
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
-/* K_STEP: (q, u, T, dt[, method]) -> (A, B); anything else to the fallback */
+/* K_STEP: (q, u, T, dt[, method]) or (q, u, T, dt, method=...) -> (A, B); anything else to the fallback */
 static PyObject *step_call(Call *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     const double *q, *u, *T;
     double dt;
     int method = 0, status;
     npy_intp dA[2], dB[2];
-    PyObject *A, *B, *r;
+    PyObject *A, *B, *r, *m = NULL;
+    if (nkw > 1 || (nkw == 1 && (nargs != 4 || !PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0))
+                                 || PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "method") != 0)))
+        return fall_back(self, args, nargsf, kwnames);
     if ((nargs != 4 && nargs != 5) || !(q = vec(args[0], self->nq)) || !(u = vec(args[1], self->nu))
         || !(T = vec(args[2], self->nu)) || !PyFloat_CheckExact(args[3]))
         return fall_back(self, args, nargsf, kwnames);
     dt = PyFloat_AS_DOUBLE(args[3]);
     if (!(dt > 0.0 && dt < HUGE_VAL))
         return fall_back(self, args, nargsf, kwnames);
-    if (nargs == 5) {
-        if (!PyUnicode_CheckExact(args[4]))
+    if (nargs == 5)
+        m = args[4];
+    else if (nkw == 1)
+        m = args[4];                                  /* the keyword's value follows the positional arguments */
+    if (m != NULL) {
+        if (!PyUnicode_CheckExact(m))
             return fall_back(self, args, nargsf, kwnames);
-        if (PyUnicode_CompareWithASCIIString(args[4], "rk4") == 0)
+        if (PyUnicode_CompareWithASCIIString(m, "rk4") == 0)
             method = 0;
-        else if (PyUnicode_CompareWithASCIIString(args[4], "euler") == 0
-                 || PyUnicode_CompareWithASCIIString(args[4], "semi_implicit_euler") == 0)
+        else if (PyUnicode_CompareWithASCIIString(m, "euler") == 0
+                 || PyUnicode_CompareWithASCIIString(m, "semi_implicit_euler") == 0)
             method = 1;
         else
             return fall_back(self, args, nargsf, kwnames);
@@ -180,10 +187,10 @@ static PyObject *call_vectorcall(PyObject *callable, PyObject *const *args, size
     PyObject *out;
     double *po;
 
-    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)
-        return fall_back(self, args, nargsf, kwnames);
     if (self->kind == K_STEP)
         return step_call(self, args, nargsf, kwnames);
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)
+        return fall_back(self, args, nargsf, kwnames);
     switch (self->kind) {
     case K_Q_F:
         if (nargs != 2 || !(q = vec(args[0], self->nq)) || (f = frame_of(self, args[1])) < 0)
