@@ -329,3 +329,5 @@ def test_one_state_fast_path_equals_the_general_path(tree):
         mb.step_derivatives(q, u, x, 0.01, "midpoint")
     with pytest.raises(ValueError, match="dt > 0"):
         mb.step_derivatives(q, u, x, -0.01)
+    with pytest.raises(ValueError, match="needs T"):
+        mb.step_derivatives(q, u, x[:-1], 0.01)

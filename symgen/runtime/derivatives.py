@@ -127,7 +127,10 @@ def step_derivatives(mb, q, u, T, dt: float, method: str = "rk4", f_ext=None, gr
             return r[0], r[1]
     single, Q, U = b.states(q, u)
     n, nu = Q.shape[0], mb.nu
-    Tm = np.broadcast_to(np.asarray(T, dtype=float), (n, nu))
+    Tm = np.asarray(T, dtype=float)
+    if Tm.shape not in ((nu,), (n, nu)):
+        raise ValueError(f"{mb.name}: step_derivatives needs T ({nu},) or (N, {nu}) with N = {n}, got {Tm.shape}")
+    Tm = np.broadcast_to(Tm, (n, nu))
     P = np.ascontiguousarray(b.p(n, Tm, f_ext, gravity, params))
     lib, name = b.lib, b.name
     work = np.empty(getattr(lib, f"sg_{name}_step_work_size")())
