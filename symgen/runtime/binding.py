@@ -130,7 +130,7 @@ class ModelBinding:
         #: pointer to the p of calls that read at most theta (the one-state mass matrix, the loop Jacobian, the
         #: kernels that read no p): a parametric build's p at the model file's values, else one unread zero
         self.nominal_p = self._fb(self._dbl, self._p1)
-        self._deriv_rows = {}   # the lean derivative calls' p rows (derivatives_one)
+        self._deriv_rows = {}   # the lean derivative calls' p rows and work array (derivatives_one, step_one)
 
     def __repr__(self):
         return f"<symgen.ModelBinding {self.name}: module {self.manifest.get('module', '?')}>"
@@ -401,50 +401,53 @@ class ModelBinding:
                                       "(see MultibodyModel.derivative_binding)")
         self.check_status(status, f"{kind}_dynamics_derivatives")
 
-    def derivatives_one(self, kind, q, u, x):
-        """The lean path of :meth:`derivatives` (tangent) for one state without keywords: ``(out (3, nU, nU),
-        status)``, or None when q, u, x are not C-contiguous float64 vectors."""
+    def _lean_vectors(self, q, u, x):
+        """Pointers to q and u when q, u, x are one state of C-contiguous float64 vectors, else None."""
         try:
             if (q.dtype is not _F64 or q.shape != self.shape_q or u.dtype is not _F64 or u.shape != self.shape_u
                     or x.dtype is not _F64 or x.shape != self.shape_u):
                 return None
-            pq, pu = self._fb(self._dbl, q), self._fb(self._dbl, u)
+            return self._fb(self._dbl, q), self._fb(self._dbl, u)
         except (AttributeError, ValueError):
             return None
-        st = self._deriv_rows.get(kind)
+
+    def _lean_p(self, key, x):
+        """The pointer to a p row kept for a lean path (``key``), with this call's gravity and middle ``x``."""
+        st = self._deriv_rows.get(key)
         if st is None:
             row = np.ascontiguousarray(self.p(1, np.zeros(self.nu), None, None)[0])
             L = self.layout.params
-            st = self._deriv_rows[kind] = (row, self._fb(self._dbl, row), L.span("gravity"), L.span("tau"),
-                                           getattr(self.lib, f"sg_{self.name}_{kind}_derivatives"))
-        row, prow, g, tau, fn = st
+            st = self._deriv_rows[key] = (row, self._fb(self._dbl, row), L.span("gravity"), L.span("tau"))
+        row, prow, g, tau = st
         row[g], row[tau] = self._gravity, x
+        return prow
+
+    def derivatives_one(self, kind, q, u, x):
+        """The lean path of :meth:`derivatives` (tangent) for one state without keywords: ``(out (3, nU, nU),
+        status)``, or None when q, u, x are not C-contiguous float64 vectors."""
+        ptrs = self._lean_vectors(q, u, x)
+        if ptrs is None:
+            return None
         nu = self.nu
         out = _empty(3 * nu * nu)
-        s = fn(pq, pu, prow, 1, self._fb(self._dbl, out))
+        s = getattr(self.lib, f"sg_{self.name}_{kind}_derivatives")(*ptrs, self._lean_p(kind, x), 1,
+                                                                     self._fb(self._dbl, out))
         return out.reshape(3, nu, nu), s
 
     def step_one(self, q, u, T, dt, method):
         """The lean path of ``step_derivatives`` for one state without keywords: ``(A, B, status)``, or None when
         q, u, T are not C-contiguous float64 vectors (the caller takes the general path)."""
-        try:
-            if (q.dtype is not _F64 or q.shape != self.shape_q or u.dtype is not _F64 or u.shape != self.shape_u
-                    or T.dtype is not _F64 or T.shape != self.shape_u):
-                return None
-            pq, pu = self._fb(self._dbl, q), self._fb(self._dbl, u)
-        except (AttributeError, ValueError):
+        ptrs = self._lean_vectors(q, u, T)
+        if ptrs is None:
             return None
-        st = getattr(self, "_step", None)
-        if st is None:
-            work = np.empty(getattr(self.lib, f"sg_{self.name}_step_work_size")())
-            row = np.ascontiguousarray(self.p(1, np.zeros(self.nu), None, None)[0])
-            L = self.layout.params
-            st = self._step = (self._fb(self._dbl, work), row, self._fb(self._dbl, row), L.span("gravity"),
-                               L.span("tau"), getattr(self.lib, f"sg_{self.name}_step_derivatives"), work)
-        pw, row, prow, g, tau, fn, _ = st
-        row[g], row[tau] = self._gravity, T
+        work = self._deriv_rows.get("work")
+        if work is None:
+            work = self._deriv_rows["work"] = np.empty(getattr(self.lib, f"sg_{self.name}_step_work_size")())
         A, B = _empty((2 * self.nu, 2 * self.nu)), _empty((2 * self.nu, self.nu))
-        return A, B, fn(pq, pu, prow, dt, method, pw, self._fb(self._dbl, A), self._fb(self._dbl, B))
+        s = getattr(self.lib, f"sg_{self.name}_step_derivatives")(*ptrs, self._lean_p("step", T), dt, method,
+                                                                   self._fb(self._dbl, work), self._fb(self._dbl, A),
+                                                                   self._fb(self._dbl, B))
+        return A, B, s
 
     def bodies(self, Q, U):
         """Every body's (R (N, nb, 3, 3), p (N, nb, 3), J (N, nb, 6, nU), Jdot) from the ``kinematics`` kernel."""
