@@ -124,7 +124,7 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
         fn(D, trace_bodies(D, bodies), L.nu, _BlockIO(soa.ArrayIO(L)))
     except soa.NotPositiveDefinite:
         return None
-    scalar, lanes, n_shared = T.split_lines(SEED_ARRAYS, rows={"blk": L.nu}, shared="sv")
+    scalar, lanes = T.split_lines(SEED_ARRAYS, rows={"blk": L.nu})
     if len(scalar) + len(lanes) > DERIVATIVE_MAX_LINES:
         return None
     nu, nq = L.nu, sum(layout[b.name]["nq"] for b in bodies)
@@ -163,7 +163,6 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
         f"    for (l = 0; l < SG_DW && d0 + l < ndq + {2 * nu}; ++l) sg_deriv_scatter({nu}, ndq, d0 + l, blk + l * {max(nu, 1)}, out);",
         "}",
         "return 0;"]
-    decl = (["int i, l, d0, ndq;" if used else "int l, d0, ndq;"] + (["const sg_dv sg_dv_zero = {0.0};"] if used else [])
-            + ([f"double sv[{n_shared}];  /* the values the tangents read */"] if n_shared else []))
+    decl = ["int i, l, d0, ndq;" if used else "int l, d0, ndq;"] + (["const sg_dv sg_dv_zero = {0.0};"] if used else [])
     unused = [f"(void){x};" for x in ("q", "u", "p") if not any(re.search(rf"\b{x}\b", ln) for ln in lines)]
     return decl + unused + lines

@@ -450,19 +450,15 @@ class Tape:
         return out
 
     # ---- the split form: scalar values once, lane values (a vector of directions) per block
-    def split_lines(self, lane_arrays, vector: str = "sg_dv", width: str = "SG_DW", rows: dict | None = None,
-                    shared: str | None = None):
+    def split_lines(self, lane_arrays, vector: str = "sg_dv", width: str = "SG_DW", rows: dict | None = None):
         """The statements of :meth:`lines` in two parts, for a function whose inputs in ``lane_arrays`` are
         vectors (``vector``, ``width`` lanes) and the rest scalars (symgen.ir.dual: values and their tangents).
         A value is a lane value when it reads one.  Returns ``(scalar, lane)``: the scalar statements (values,
         pivot checks), printed once, then the lane statements (tangents and the stores), printed once per block
         of directions; a lane statement may read scalars (C's vector extensions take a scalar operand as a
         vector of copies).  A store to an array in ``rows`` writes lane l's row: ``out[l * row + i]``.
-        ``return`` statements are left to the caller.  ``shared``: the name of an array through which the lane
-        statements read the scalars (``shared[i] = t;`` after each scalar they read): no scalar is live across
-        the lanes' loop, which keeps the compiler's register allocation linear in the function's length.  Returns
-        ``(scalar, lane, n_shared)`` then.  Raises :class:`LaneError` for a statement that has no place in either
-        part, or a store or check in the wrong one."""
+        ``return`` statements are left to the caller.  Raises :class:`LaneError` for a statement that has no
+        place in either part, or a store or check in the wrong one."""
         rows = rows or {}
         lane_arrays = set(lane_arrays)
         self.lines()                                      # names the live temporaries
@@ -476,18 +472,8 @@ class Tape:
                 got = lane[id(v)] = (v.array in lane_arrays) if v.is_input else any(is_lane(d) for d in v.deps)
             return got
 
-        slot = {}                                          # scalar read by a lane statement -> shared index
-        if shared is not None:
-            for s in self._printed():
-                if s[0] == "def" and is_lane(s[1]):
-                    for d in s[1].deps:
-                        if not is_lane(d) and not d.is_input and id(d) not in slot:
-                            slot[id(d)] = len(slot)
-
-        def ref(p, lane_part=False):
-            if isinstance(p, str):
-                return p
-            return f"{shared}[{slot[id(p)]}]" if lane_part and id(p) in slot else p.name
+        def ref(p):
+            return p if isinstance(p, str) else p.name
 
         def value(x):
             return x.name if isinstance(x, Val) else _const(x)
@@ -501,10 +487,7 @@ class Tape:
                 continue
             if kind == "def":
                 part = vec if is_lane(s[1]) else scalar
-                line = (f"const {vector if part is vec else 'double'} {s[1].name} = "
-                        f"{''.join(ref(p, part is vec) for p in s[1].parts)};")
-                if id(s[1]) in slot:
-                    line += f"  {shared}[{slot[id(s[1])]}] = {s[1].name};"
+                line = f"const {vector if part is vec else 'double'} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};"
             elif kind == "store":
                 m = re.fullmatch(r"(\w+)\[(\d+)\]", s[1])
                 if not (m and m.group(1) in rows):
@@ -523,7 +506,7 @@ class Tape:
                 part.append(pending)
                 pending = None
             part.append(line)
-        return (scalar, vec) if shared is None else (scalar, vec, len(slot))
+        return scalar, vec
 
     def live_inputs(self) -> list:
         """The C text of the inputs the live code reads (``X3[5]``, ``u[2]``), in the order they were made."""

@@ -371,24 +371,21 @@ class ModelBinding:
             self.check_status(status, kernel)
         return out if out is not None else self.unbatch(single, res)
 
-    def derivatives(self, kind, q, u, middle, f_ext, gravity, params=None, tangent=True):
-        """``sg_<name>_<kind>_derivatives_batch`` (kind ``fd`` or ``id``; p as :meth:`dynamics`'): the three
-        matrices (d/dQ (nU x nU tangent, or nU x nQ), d/dU, d/d middle), one state or a batch (leading N)."""
+    def derivatives(self, kind, q, u, middle, f_ext, gravity, params=None):
+        """``sg_<name>_<kind>_derivatives_batch`` (kind ``fd`` or ``id``; p as :meth:`dynamics`'; Q directions
+        tangent): [d/dQ, d/dU, d/d middle] as one array, (3, nU, nU) for one state, (3, N, nU, nU) for a batch (a
+        view of the states' blocks).  The full-coordinate form (``tangent`` 0) is what the C step derivatives use."""
         single, Q, U = self.states(q, u)
         _, _, M = self.states(q, middle)
-        n, nu, nq = Q.shape[0], self.nu, self.nq
-        ndq = nu if tangent else nq
-        res = np.empty((n, nu * (nq + 2 * nu)))
+        n, nu = Q.shape[0], self.nu
+        res = np.empty((n, nu * (self.nq + 2 * nu)))
         P = self.p(n, M, f_ext, gravity, params)
         status = getattr(self.lib, f"sg_{self.name}_{kind}_derivatives_batch")(
-            n, self.buf(Q), self.buf(U), self.buf(np.ascontiguousarray(P)), 1 if tangent else 0, self._out_buf(res))
+            n, self.buf(Q), self.buf(U), self.buf(np.ascontiguousarray(P)), 1, self._out_buf(res))
         if status:
             self.derivative_status(status, "forward" if kind == "fd" else "inverse")
-        if tangent:                      # (3, nU, nU) for one state, (3, N, nU, nU) a view of the states' blocks
-            blocks = res[:, :3 * nu * nu].reshape(n, 3, nu, nu)
-            return blocks[0] if single else blocks.swapaxes(0, 1)
-        a, b = nu * ndq, nu * (ndq + nu)
-        return (res[:, :a].reshape(n, nu, ndq), res[:, a:b].reshape(n, nu, nu), res[:, b:b + nu * nu].reshape(n, nu, nu))
+        blocks = res[:, :3 * nu * nu].reshape(n, 3, nu, nu)
+        return blocks[0] if single else blocks.swapaxes(0, 1)
 
     def derivative_status(self, status, kind):
         """Raise for a derivative function's nonzero status (``kind``: "forward" or "inverse")."""
