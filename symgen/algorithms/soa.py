@@ -587,19 +587,20 @@ def n_of(bodies) -> int:
     return max([b.u0 + b.nu for b in bodies] + [0])
 
 
-def atbi_derivatives(D, bodies, n_u: int, io):
-    """The tangent of ATBI forward dynamics along the seeded directions of Q, U and T (D: a
-    :class:`symgen.ir.dual.DualTape`; the values on its tape ``D.T``):
+def atbi_derivatives(T, bodies, n_u: int, io, groups):
+    """The tangents of ATBI forward dynamics along seeded directions, on the values of the tape T:
 
-        Udot = ATBI(Q, U, T)                                  (values)
-        dUdot = M^-1 (dT - dRNEA(Q, U, Udot))                 (Newton-Euler on dual numbers at that Udot)
+        Udot = ATBI(Q, U, T)                                  (values, once)
+        r = dT - dRNEA(Q, U, Udot)                            (Newton-Euler on dual numbers)
+        dUdot = M^-1 r
 
-    with M^-1 applied by :func:`minv` on the ATBI factorization, O(n) per direction: the articulated inertias
-    P are not differentiated (Carpentier and Mansard, RSS 2018, Sec. IV, on the SOA factorization).
-    Stores dUdot."""
+    M^-1 is not differentiated (Carpentier and Mansard, RSS 2018, Sec. IV).  ``groups``: (D, bodies, io, solve)
+    per group of directions, D a :class:`symgen.ir.dual.DualTape` on T seeded with the group's directions (what
+    is zero for a group folds).  A group with ``solve`` stores dUdot through its io, M^-1 applied by
+    :func:`minv` on the ATBI factorization (O(n) per direction; the T directions, whose r is the seed, give
+    M^-1 itself); a group without stores r, for the caller to multiply by that M^-1.  Returns each group's r."""
     from ..ir.dual import tangent
 
-    T = D.T
     u, tau = io.u(T), io.tau(T)
     T.comment("values: ATBI forward dynamics")
     kin = velocities(T, bodies, u)
@@ -608,14 +609,22 @@ def atbi_derivatives(D, bodies, n_u: int, io):
     udot = [0.0] * n_u
     for b in bodies:
         udot[b.u0:b.u0 + b.nu] = udot_b[b.k]
-    T.comment("tangents: dRNEA(Q, U, Udot) along the seeds (Newton-Euler on dual numbers)")
-    d_rnea = newton_euler(D, bodies, velocities(D, bodies, io.u(D)), udot, io)
-    rhs = [T.add(tangent(t), T.neg(tangent(r))) for t, r in zip(io.tau(D), d_rnea)]
-    T.comment("tangents: dUdot = M^-1 (dT - dRNEA) on the ATBI factorization")
-    dudot, _ = minv(T, bodies, kin, step, {}, tau=rhs)
-    for b in bodies:
-        for c, x in enumerate(dudot[b.k]):
-            T.store(io.out(b.u0 + c), x)
+    out = []
+    for D, bodies_d, io_d, solve in groups:
+        D.comment("tangents: r = dT - dRNEA(Q, U, Udot) along the group's seeds (Newton-Euler on dual numbers)")
+        d_rnea = newton_euler(D, bodies_d, velocities(D, bodies_d, io_d.u(D)), udot, io_d)
+        r = [T.add(tangent(t), T.neg(tangent(x))) for t, x in zip(io_d.tau(D), d_rnea)]
+        out.append(r)
+        if not solve:
+            for i, x in enumerate(r):
+                T.store(io_d.out(i), x)
+            continue
+        T.comment("tangents: dUdot = M^-1 r on the ATBI factorization")
+        dudot, _ = minv(T, bodies, kin, step, {}, tau=r)
+        for b in bodies:
+            for c, x in enumerate(dudot[b.k]):
+                T.store(io_d.out(b.u0 + c), x)
+    return out
 
 
 # ---- composite-body mass matrix -----------------------------------------------------------------------

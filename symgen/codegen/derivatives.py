@@ -1,11 +1,16 @@
 """Derivatives of forward and inverse dynamics: :mod:`symgen.algorithms.soa`'s ATBI and Newton-Euler traced once
 more on dual numbers (:mod:`symgen.ir.dual`), printed as one C function each (``templates/model.c.jinja``).
 
-The function computes the values once (scalars) and the tangents for blocks of SG_DW directions at a time (one
-vector of directions per traced value).  The directions, in order: Q (``tangent``: the motion of Q that U = e_j
-produces, ``Qdot = N(Q) e_j``, nU of them; else each coordinate Q_i, nQ of them), U (nU), and T for forward
-dynamics or Udot for inverse dynamics (nU).  The hinge kernels' outputs take their tangents from the hinges'
-derivative kernels (:data:`symgen.codegen.emit.DERIVATIVE_KERNELS`): ``dX = sum_i dX/dQ_i dQ_i``.
+The function computes the values once (scalars), then the tangents group by group: the directions come in
+groups (:func:`direction_groups`) of one kind each, and a group's tangents are vectors of its directions (one
+lane each, SG_DW lanes per vector).  Each group is traced with only its own seeds, so what is zero for it folds
+away: a U direction moves no transform, a T direction none of Newton-Euler, a leg's directions nothing of the
+other legs.  The directions, in order: Q (``tangent``: the motion of Q that U = e_j produces,
+``Qdot = N(Q) e_j``, nU of them; else each coordinate Q_i, nQ of them), U (nU), and T for forward dynamics or
+Udot for inverse dynamics (nU).  Forward dynamics runs its T groups first (M^-1 by the O(n) M^-1 pass), then
+its Q and U groups' r = dT - dRNEA times that M^-1, over the rows where r can be nonzero.  The hinge kernels'
+outputs take their tangents from the hinges' derivative kernels (:data:`symgen.codegen.emit.DERIVATIVE_KERNELS`):
+``dX = sum_i dX/dQ_i dQ_i``.
 
 ``out`` = [d/dQ (nU x nQdir), d/dU (nU x nU), d/dT or d/dUdot (nU x nU)], each row-major: for forward
 dynamics dUdot/dQ, dUdot/dU and M^-1; for inverse dynamics dT/dQ, dT/dU and M.
@@ -18,29 +23,74 @@ import re
 #: calls raise, naming the limit (the straight-line form's compile time grows with its length)
 DERIVATIVE_MAX_LINES = 40000
 
-#: the tangent inputs: one vector of directions per Q, U and T (or Udot) entry
-SEED_ARRAYS = ("sq", "su", "sT")
+#: directions per group (the AVX-512 copy's vector width; the baseline copy runs a group in blocks of SG_DW)
+GROUP = 8
 
 _KERNEL_OF = {"X": "transform", "H": "coord_map", "Hd": "coord_map_dot"}
 
+#: the kinds of directions, in out's order: along Q, of U, of T (forward dynamics) or Udot (inverse dynamics)
+_KINDS = ("q", "u", "T")
 
-class _BlockIO:
-    """:class:`symgen.algorithms.soa.ArrayIO` writing the block's rows: ``blk[i]`` (lane l: ``blk[l * nU + i]``)."""
 
-    def __init__(self, io):
-        self._io = io
+class _RowsIO:
+    """:class:`symgen.algorithms.soa.ArrayIO` writing rows of ``array``: ``array[i]`` (lane l: ``array[l * nU + i]``),
+    and reading the seeds of ``kind`` under the group's names (through ``tangent_of``; the values read ``u``, ``p``)."""
+
+    def __init__(self, io, array):
+        self._io, self._array = io, array
 
     def __getattr__(self, k):
         return getattr(self._io, k)
 
-    @staticmethod
-    def out(i):
-        return f"blk[{i}]"
+    def out(self, i):
+        return f"{self._array}[{i}]"
 
 
-def _tangents(bodies, L, layout):
+def direction_groups(bodies, width: int = GROUP) -> list:
+    """The bodies with coordinates in groups whose directions share one lane code, each group at most ``width``
+    U's (a body with more is a group of its own).  A direction of body b has tangents on b's subtree (base to
+    tip) and on its ancestors (tip to base), zero elsewhere, and the zeros fold away; so a group costs about its
+    subtrees' bodies twice plus its ancestors'.  Greedy: merge the two groups that save the most while they fit
+    (a floating base's group fills up with directions that ride along for free)."""
+    children = {b.k: [] for b in bodies}
+    for b in bodies:
+        if not b.root:
+            children[b.parent].append(b.k)
+    by_k = {b.k: b for b in bodies}
+    below, above = {}, {}
+    for b in reversed(bodies):
+        below[b.k] = {b.k}.union(*[below[c] for c in children[b.k]])
+    for b in bodies:
+        above[b.k] = set() if b.root else above[b.parent] | {b.parent}
+
+    def cost(g):
+        sub = set().union(*[below[k] for k in g])
+        return 2 * len(sub) + len(set().union(*[above[k] for k in g]) - sub)
+
+    def size(g):
+        return sum(by_k[k].nu for k in g)
+
+    groups = [[b.k] for b in bodies if b.nu]
+    while True:
+        best = None
+        for i in range(len(groups)):
+            for j in range(i + 1, len(groups)):
+                if size(groups[i]) + size(groups[j]) <= width:
+                    gain = cost(groups[i]) + cost(groups[j]) - cost(groups[i] + groups[j])
+                    if best is None or gain > best[0]:
+                        best = (gain, i, j)
+        if best is None:
+            break
+        _, i, j = best
+        groups[i] = sorted(groups[i] + groups[j])
+        del groups[j]
+    return [[by_k[k] for k in g] for g in sorted(groups)]
+
+
+def _tangents(bodies, L, layout, seed):
     """``tangent_of(text, T)`` for :class:`symgen.ir.dual.DualTape`: the tangent of each input of the traced
-    dynamics, from the seeds and the hinges' derivative kernels (whose constant entries fold)."""
+    dynamics, from the seeds and the hinges' derivative kernels (whose constant entries fold).  ``seed(kind, i,
+    T)``: the seed of coordinate i of ``kind`` ("q", "u", "T": Q_i, U_i, T_i or Udot_i), a lane input or 0.0."""
     by_tag = {str(b.k): b for b in bodies}
     tau0 = L.params["tau"]
 
@@ -48,9 +98,9 @@ def _tangents(bodies, L, layout):
         m = re.fullmatch(r"(\w+?)(\d*)\[(\d+)\]", text)
         arr, tag, i = m.group(1), m.group(2), int(m.group(3))
         if arr == "u" and not tag:
-            return T.input(f"su[{i}]", array="su")
+            return seed("u", i, T)
         if arr == "p" and not tag:
-            return T.input(f"sT[{i - tau0}]", array="sT") if tau0 <= i < tau0 + L.nu else 0.0
+            return seed("T", i - tau0, T) if tau0 <= i < tau0 + L.nu else 0.0
         if arr not in _KERNEL_OF or tag not in by_tag:
             return 0.0
         b = by_tag[tag]
@@ -70,14 +120,15 @@ def _tangents(bodies, L, layout):
             return T.input(f"{arr}{tag}[{j}]", array=f"{arr}{tag}")
 
         pairs = []
-        for wrt, seed, start, n in (("q", "sq", q0, layout[b.name]["nq"]), ("u", "su", b.u0, b.nu)):
+        for wrt, start, n in (("q", q0, layout[b.name]["nq"]), ("u", b.u0, b.nu)):
             kernel = f"{base}_d{wrt}"
             consts, alias = st.get(kernel), st.get(f"{kernel}_alias")
             if consts is None:
                 continue
             for j in range(n):
                 c, a = consts[j * size + i], alias[j * size + i] if alias else None
-                if c == 0.0:
+                s = seed(wrt, start + j, T)
+                if c == 0.0 or (isinstance(s, float) and s == 0.0):
                     continue
                 if c is not None:
                     entry = c
@@ -85,7 +136,7 @@ def _tangents(bodies, L, layout):
                     entry = value(a[0]) if a[1] > 0 else T.neg(value(a[0]))
                 else:
                     entry = T.input(f"d{wrt}{arr}{tag}[{j * size + i}]", array=f"d{wrt}{arr}{tag}")
-                pairs.append((entry, T.input(f"{seed}[{start + j}]", array=seed)))
+                pairs.append((entry, s))
         return T.dot(pairs)
 
     return tangent_of
@@ -107,62 +158,153 @@ def _derivative_kernel_arrays(T, bodies, layout):
                     yield b, name, f"{base}_d{wrt}", n * (16 if arr == "X" else 6 * b.nu)
 
 
+def _coords(kind, group, layout):
+    """The coordinates a group of ``kind`` seeds: (body, first, count) of Q (kind q) or of U."""
+    for b in group:
+        if kind == "q":
+            if layout[b.name]["nq"]:
+                yield b, layout[b.name]["q"][0], layout[b.name]["nq"]
+        else:
+            yield b, b.u0, b.nu
+
+
 def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_arrays, trace_bodies):
     """The body of ``sg_<m>_<kind>_derivatives(q, u, p, tangent, out)`` (kind ``"fd"`` or ``"id"``) as C lines,
     or None when the traced function is longer than :data:`DERIVATIVE_MAX_LINES` or D is a constant that is not
     positive definite.  ``calls_factory()``: a new hinge-kernel call printer (symgen.codegen.emit._HingeCalls);
     ``kernel_arrays(T, bodies)``: the value kernels the live code reads; ``trace_bodies(T, bodies)``: the bodies
-    as the trace sees them (a parametric build's inertias from p)."""
+    as the trace sees them (a parametric build's inertias from p).
+
+    The directions come in groups (:func:`direction_groups`) of one kind each (Q, U, then T or Udot), each
+    group traced with only its own seeds, so that what is zero for it folds: a U direction moves no transform,
+    a T direction none of Newton-Euler, a leg's directions nothing of the other legs.  Forward dynamics runs the
+    groups' Newton-Euler tangents r = dT - dRNEA into ``out``, then M^-1 r for all directions at once."""
     from ..algorithms import soa
     from ..ir.dual import DualTape
     from ..ir.tape import Tape
 
+    nu, nq = L.nu, sum(layout[b.name]["nq"] for b in bodies)
     T = Tape()
-    D = DualTape(T, _tangents(bodies, L, layout))
-    fn = {"fd": soa.atbi_derivatives, "id": soa.rnea}[kind]
+    io = soa.ArrayIO(L)
+    kinds = ("T", "q", "u") if kind == "fd" else _KINDS       # forward dynamics: M^-1 (the T directions) first
+    plan = []                                               # (key, kind, group) of each traced group
+    for gk in kinds:
+        for g in direction_groups(bodies):
+            if any(n for _, _, n in _coords(gk, g, layout)):
+                plan.append((f"{gk}{len(plan)}", gk, g))
+    lane_arrays, rows, vectors = {}, {}, set()
+    traced = []
+    for key, gk, g in plan:
+        own = {(gk, i) for _, c0, n in _coords(gk, g, layout) for i in range(c0, c0 + n)}
+        arr = f"s{key}"
+
+        def seed(k, i, T, own=own, arr=arr):
+            return T.input(f"{arr}[{i}]", array=arr) if (k, i) in own else 0.0
+
+        D = DualTape(T, _tangents(bodies, L, layout, seed))
+        lane_arrays[arr] = lane_arrays[f"r{key}"] = key
+        solve = kind == "id" or gk == "T"        # forward dynamics along Q and U: r as vectors, times M^-1 in C
+        if solve:
+            rows[f"r{key}"] = nu
+        else:
+            vectors.add(f"r{key}")
+        traced.append((D, trace_bodies(D, bodies), _RowsIO(io, f"r{key}"), solve))
     try:
-        fn(D, trace_bodies(D, bodies), L.nu, _BlockIO(soa.ArrayIO(L)))
+        if kind == "fd":
+            r = soa.atbi_derivatives(T, trace_bodies(T, bodies), nu, io, traced)
+            nonzero = [[i for i, x in enumerate(rg) if not (isinstance(x, float) and x == 0.0)] for rg in r]
+        else:
+            for D, tb, gio, _ in traced:
+                soa.rnea(D, tb, nu, gio)
+            nonzero = [None] * len(traced)
     except soa.NotPositiveDefinite:
         return None
-    scalar, lanes = T.split_lines(SEED_ARRAYS, rows={"blk": L.nu})
-    if len(scalar) + len(lanes) > DERIVATIVE_MAX_LINES:
+    scalar, lanes = T.split_lines(lane_arrays, rows=rows, vectors=vectors)
+    if len(scalar) + sum(len(x) for x in lanes.values()) > DERIVATIVE_MAX_LINES:
         return None
-    nu, nq = L.nu, sum(layout[b.name]["nq"] for b in bodies)
     calls = calls_factory()
     head = []
     for b, arr, kernel, size, _ in kernel_arrays(T, bodies):
         head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
     for b, arr, kernel, size in _derivative_kernel_arrays(T, bodies, layout):
         head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
-    # the tangent seeds of Q: N(Q) e_j of the hinge that owns U_j
-    live = T.live_arrays()                               # the seeds the tangents read (a model without U: none)
-    moving = [b for b in bodies if layout[b.name]["nq"] and b.nu] if "sq" in live else []
-    seeds = []
-    for b in moving:
-        bq, bnq = layout[b.name]["q"][0], layout[b.name]["nq"]
-        head += [f"double N{b.k}[{bnq * b.nu}];  /* '{b.name}': Qdot = N U */", calls(b.name, "qdot_map", f"N{b.k}")]
-        seeds.append(f"if (d >= {b.u0} && d < {b.u0 + b.nu}) "
-                     f"for (i = 0; i < {bnq}; ++i) sq[{bq} + i][l] = N{b.k}[i * {b.nu} + d - {b.u0}];")
-    sizes = {"sq": nq, "su": nu, "sT": nu}
-    used = [a for a in SEED_ARRAYS if a in live]
-    fill = {"sq": ["        if (d < ndq) {", "            if (!tangent) sq[d][l] = 1.0;",
-                   *(["            else {"] + [f"                {s}" for s in seeds] + ["            }"] if seeds else []),
-                   "        }"],
-            "su": [f"        if (d >= ndq && d < ndq + {nu}) su[d - ndq][l] = 1.0;"],
-            "sT": [f"        if (d >= ndq + {nu} && d < ndq + {2 * nu}) sT[d - ndq - {nu}][l] = 1.0;"]}
-    lines = calls.head() + head + scalar + [
-        f"ndq = tangent ? {nu} : {nq};",
-        f"for (d0 = 0; d0 < ndq + {2 * nu}; d0 += SG_DW) {{",
-        *([f"    sg_dv {', '.join(f'{a}[{sizes[a]}]' for a in used)};  /* the seeds: one direction per lane */"]
-          if used else []),
-        f"    double blk[SG_DW * {max(nu, 1)}];  /* lane l: the derivative of the outputs along direction d0 + l */",
-        *[f"    for (i = 0; i < {sizes[a]}; ++i) {a}[i] = sg_dv_zero;" for a in used],
-        *(["    for (l = 0; l < SG_DW; ++l) {", "        const int d = d0 + l;"]
-          + [x for a in used for x in fill[a]] + ["    }"] if used else []),
-        *[f"    {x}" for x in lanes],
-        f"    for (l = 0; l < SG_DW && d0 + l < ndq + {2 * nu}; ++l) sg_deriv_scatter({nu}, ndq, d0 + l, blk + l * {max(nu, 1)}, out);",
-        "}",
-        "return 0;"]
-    decl = ["int i, l, d0, ndq;" if used else "int l, d0, ndq;"] + (["const sg_dv sg_dv_zero = {0.0};"] if used else [])
-    unused = [f"(void){x};" for x in ("q", "u", "p") if not any(re.search(rf"\b{x}\b", ln) for ln in lines)]
+    live = T.live_arrays()
+    body = []
+    n_maps = set()
+    for (key, gk, g), rows_r in zip(plan, nonzero):
+        if key not in lanes:
+            continue
+        body += _group_block(key, gk, g, layout, nu, nq, lanes[key], f"s{key}" in live, n_maps,
+                             rows_r if gk != "T" else None)
+    for b in bodies:
+        if b.k in n_maps:
+            head += [f"double N{b.k}[{layout[b.name]['nq'] * b.nu}];  /* '{b.name}': Qdot = N U */",
+                     calls(b.name, "qdot_map", f"N{b.k}")]
+    covered = sum(n for _, gk, g in plan if gk == "q" for _, _, n in _coords("q", g, layout))
+    zero = [f"if (!tangent) for (i = 0; i < {nu * nq}; ++i) out[i] = 0.0;  /* Q's without a U: zero */"] \
+        if covered < nq else []
+    lines = calls.head() + head + scalar + [f"ndq = tangent ? {nu} : {nq};"] + zero + body + ["return 0;"]
+    decl = ["int i, l, s, c, ndq;", "const sg_dv sg_dv_zero = {0.0};"]
+    unused = [f"(void){x};" for x in ("q", "u", "p", "i", "l", "s", "c", "sg_dv_zero")
+              if not any(re.search(rf"\b{x}\b", ln) for ln in lines)]
     return decl + unused + lines
+
+
+def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=None):
+    """The C block of one group: its directions SG_DW at a time, the seeds, its lane statements, its rows into out.
+    ``times_minv``: the rows where the group's r (its lanes' rows) can be nonzero, when out's row is M^-1 r with
+    the M^-1 that out's third block already holds (forward dynamics: symmetric, so its row k is its column k)."""
+    coords = list(_coords(gk, g, layout))
+    names = ", ".join(f"'{b.name}'" for b in g)
+    if gk == "q":                        # tangent: the U of the group's bodies (Qdot = N e_j); else each Q_i
+        dirs_t = [b.u0 + j for b in g if layout[b.name]["nq"] for j in range(b.nu)]
+        dirs_q = [c0 + i for _, c0, n in coords for i in range(n)]
+        first = "0"
+    else:
+        dirs_t = dirs_q = [c0 + i for _, c0, n in coords for i in range(n)]
+        first = "ndq" if gk == "u" else f"ndq + {nu}"
+    arr, size = f"s{key}", nq if gk == "q" else nu
+    out = [f"{{  /* directions {'along Q' if gk == 'q' else 'of U' if gk == 'u' else 'of T (or Udot)'} of {names} */",
+           f"    static const int dirs_t[{len(dirs_t)}] = {{{', '.join(map(str, dirs_t))}}};",
+           f"    static const int dirs_q[{len(dirs_q)}] = {{{', '.join(map(str, dirs_q))}}};",
+           "    const int *dirs = tangent ? dirs_t : dirs_q;",
+           f"    const int nd = tangent ? {len(dirs_t)} : {len(dirs_q)};",
+           "    for (s = 0; s < nd; s += SG_DW) {"]
+    if seeded:
+        out += [f"        sg_dv {arr}[{size}];  /* the seeds: one direction per lane */",
+                *[f"        for (i = {c0}; i < {c0 + n}; ++i) {arr}[i] = sg_dv_zero;" for _, c0, n in coords],
+                "        for (l = 0; l < SG_DW && s + l < nd; ++l) {",
+                "            const int d = dirs[s + l];"]
+        if gk == "q":
+            fills = []
+            for b, c0, n in coords:
+                if b.nu:
+                    n_maps.add(b.k)
+                    fills.append(f"if (d >= {b.u0} && d < {b.u0 + b.nu}) "
+                                 f"for (i = 0; i < {n}; ++i) {arr}[{c0} + i][l] = N{b.k}[i * {b.nu} + d - {b.u0}];")
+            out += ["            if (!tangent) " + f"{arr}[d][l] = 1.0;", "            else {",
+                    *[f"                {x}" for x in fills], "            }"]
+        else:
+            out += [f"            {arr}[d][l] = 1.0;"]
+        out += ["        }"]
+    if times_minv is None:
+        out += [f"        double r{key}[SG_DW * {nu}];  /* lane l: the derivatives along direction dirs[s + l] */",
+                *[f"        {x}" for x in lanes],
+                f"        for (l = 0; l < SG_DW && s + l < nd; ++l) "
+                f"sg_deriv_scatter({nu}, ndq, {first} + dirs[s + l], r{key} + l * {nu}, out);"]
+    else:
+        k = len(times_minv)
+        out += [f"        sg_dv r{key}[{nu}];  /* r = dT - dRNEA, one direction per lane */",
+                f"        double y[SG_DW * {nu}];  /* lane l: M^-1 r along direction dirs[s + l] */",
+                *[f"        {x}" for x in lanes],
+                f"        static const int rows[{max(k, 1)}] = {{{', '.join(map(str, times_minv or [0]))}}};"
+                f"  /* where r can be nonzero */",
+                f"        const double *Minv = out + ndq * {nu} + {nu * nu};",
+                f"        for (i = 0; i < {nu}; ++i) {{  /* (M^-1 r)_i = sum_k M^-1_ik r_k */",
+                "            sg_dv acc = sg_dv_zero;",
+                f"            for (c = 0; c < {k}; ++c) acc += Minv[i * {nu} + rows[c]] * r{key}[rows[c]];",
+                f"            for (l = 0; l < SG_DW; ++l) y[l * {nu} + i] = acc[l];",
+                "        }",
+                f"        for (l = 0; l < SG_DW && s + l < nd; ++l) "
+                f"sg_deriv_scatter({nu}, ndq, {first} + dirs[s + l], y + l * {nu}, out);"]
+    return out + ["    }", "}"]

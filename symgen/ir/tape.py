@@ -281,7 +281,11 @@ class Tape:
         inertia entry): it gets a copy under the new name, one name per role."""
         if isinstance(value, Val) and not value.is_input and value.hint is None:
             if value.used:
-                value = Val(self, (value,), (value,))
+                key = ("name", id(value), hint)          # the same copy when the same value is named again
+                copy = self._memo.get(key)
+                if copy is not None:
+                    return copy
+                value = self._memo[key] = Val(self, (value,), (value,))
                 value.deps[0].used = True
                 self._stmts.append(("def", value))
             value.hint = hint
@@ -450,27 +454,39 @@ class Tape:
         return out
 
     # ---- the split form: scalar values once, lane values (a vector of directions) per block
-    def split_lines(self, lane_arrays, vector: str = "sg_dv", width: str = "SG_DW", rows: dict | None = None):
-        """The statements of :meth:`lines` in two parts, for a function whose inputs in ``lane_arrays`` are
-        vectors (``vector``, ``width`` lanes) and the rest scalars (symgen.ir.dual: values and their tangents).
-        A value is a lane value when it reads one.  Returns ``(scalar, lane)``: the scalar statements (values,
-        pivot checks), printed once, then the lane statements (tangents and the stores), printed once per block
-        of directions; a lane statement may read scalars (C's vector extensions take a scalar operand as a
-        vector of copies).  A store to an array in ``rows`` writes lane l's row: ``out[l * row + i]``.
-        ``return`` statements are left to the caller.  Raises :class:`LaneError` for a statement that has no
-        place in either part, or a store or check in the wrong one."""
+    def split_lines(self, lane_arrays: dict, vector: str = "sg_dv", width: str = "SG_DW", rows: dict | None = None,
+                    vectors=(), zero: str = "sg_dv_zero"):
+        """The statements of :meth:`lines` in parts, for a function whose inputs in ``lane_arrays`` are vectors
+        (``vector``, ``width`` lanes) and the rest scalars (symgen.ir.dual: values and their tangents).
+        ``lane_arrays``: {array: group}; a value is a lane value of group g when it reads an array of g (a value
+        that reads two groups is an error), and a store belongs to its row array's group (``rows``' arrays are
+        keys of ``lane_arrays`` too).  Returns ``(scalar, {group: lane statements})``: the scalar statements
+        (values, pivot checks), printed once, then each group's lane statements (its tangents and stores),
+        printed once per block of that group's directions; a lane statement may read scalars (C's vector
+        extensions take a scalar operand as a vector of copies).  A store to an array in ``rows`` writes lane
+        l's row: ``out[l * row + i]``; a store to an array in ``vectors`` writes the vector (a constant c as
+        ``zero + c``, ``zero`` naming a vector of zeros).  ``return`` statements are left to the caller.  Raises
+        :class:`LaneError` for a statement that has no place in any part, or a store or check in the wrong one."""
         rows = rows or {}
-        lane_arrays = set(lane_arrays)
         self.lines()                                      # names the live temporaries
-        lane = {}
+        group = {}
 
-        def is_lane(v):
+        def group_of(v):
+            """v's group, or None for a scalar."""
             if not isinstance(v, Val):
-                return False
-            got = lane.get(id(v))
-            if got is None:
-                got = lane[id(v)] = (v.array in lane_arrays) if v.is_input else any(is_lane(d) for d in v.deps)
-            return got
+                return None
+            if id(v) not in group:
+                if v.is_input:
+                    got = lane_arrays.get(v.array)
+                else:
+                    got = None
+                    for d in v.deps:
+                        g = group_of(d)
+                        if g is not None and got is not None and g != got:
+                            raise LaneError(f"{v.name} reads the lanes of two groups ({got!r}, {g!r})")
+                        got = g if g is not None else got
+                group[id(v)] = got
+            return group[id(v)]
 
         def ref(p):
             return p if isinstance(p, str) else p.name
@@ -478,7 +494,7 @@ class Tape:
         def value(x):
             return x.name if isinstance(x, Val) else _const(x)
 
-        scalar, vec, pending = [], [], None
+        scalar, lanes, pending = [], {}, None
         loop = f"for (l = 0; l < {width}; ++l)"
         for s in self._printed():
             kind = s[0]
@@ -486,16 +502,25 @@ class Tape:
                 pending = f"/* {s[1]} */"
                 continue
             if kind == "def":
-                part = vec if is_lane(s[1]) else scalar
-                line = f"const {vector if part is vec else 'double'} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};"
+                g = group_of(s[1])
+                part = scalar if g is None else lanes.setdefault(g, [])
+                line = f"const {'double' if g is None else vector} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};"
             elif kind == "store":
                 m = re.fullmatch(r"(\w+)\[(\d+)\]", s[1])
-                if not (m and m.group(1) in rows):
-                    raise LaneError(f"store to {s[1]!r}: not a row array")
-                v = f"{s[2].name}[l]" if is_lane(s[2]) else value(s[2])
-                part, line = vec, f"{loop} {m.group(1)}[l * {rows[m.group(1)]} + {m.group(2)}] = {v};"
+                if not (m and (m.group(1) in rows or m.group(1) in vectors)):
+                    raise LaneError(f"store to {s[1]!r}: not a row or vector array")
+                g = lane_arrays[m.group(1)]
+                if group_of(s[2]) not in (None, g):
+                    raise LaneError(f"store to {s[1]!r} of another group's value")
+                part = lanes.setdefault(g, [])
+                if m.group(1) in vectors:
+                    v = s[2].name if group_of(s[2]) is not None else f"{zero} + {value(s[2])}"
+                    line = f"{s[1]} = {v};"
+                else:
+                    v = f"{s[2].name}[l]" if group_of(s[2]) is not None else value(s[2])
+                    line = f"{loop} {m.group(1)}[l * {rows[m.group(1)]} + {m.group(2)}] = {v};"
             elif kind == "check":
-                if is_lane(s[1]):
+                if group_of(s[1]) is not None:
                     raise LaneError("a pivot check on a lane value")
                 part, line = scalar, f"if (!({value(s[1])} > 0.0)) return {s[2]};  /* {s[3]} */"
             elif kind == "return":
@@ -506,7 +531,7 @@ class Tape:
                 part.append(pending)
                 pending = None
             part.append(line)
-        return scalar, vec
+        return scalar, lanes
 
     def live_inputs(self) -> list:
         """The C text of the inputs the live code reads (``X3[5]``, ``u[2]``), in the order they were made."""

@@ -13,23 +13,36 @@ typedef double sg_dv8 __attribute__((vector_size(8 * sizeof(double))));
 #define SG_DERIVS_AVX512 0
 #endif
 
-/* direction d's derivatives of the nu outputs (row) into out = [d/dQ (nu x ndq), d/dU (nu x nu), third (nu x nu)],
- * each row-major: column d of the block d falls in */
+/* where direction d's column starts in out = [d/dQ (nu x ndq), d/dU (nu x nu), third (nu x nu)] (each row-major),
+ * and the row stride there */
+static inline double *sg_deriv_column(int nu, int ndq, int d, double *out, int *ncol)
+{
+    if (d >= ndq + nu) {
+        *ncol = nu;
+        return out + nu * ndq + nu * nu + (d - ndq - nu);
+    }
+    if (d >= ndq) {
+        *ncol = nu;
+        return out + nu * ndq + (d - ndq);
+    }
+    *ncol = ndq;
+    return out + d;
+}
+
+/* direction d's derivatives of the nu outputs (row) into their column of out */
 static inline void sg_deriv_scatter(int nu, int ndq, int d, const double *row, double *out)
 {
-    int c, ncol = ndq, col = d;
-    double *m = out;
-    if (d >= ndq + nu) {
-        m = out + nu * ndq + nu * nu;
-        ncol = nu;
-        col = d - ndq - nu;
-    } else if (d >= ndq) {
-        m = out + nu * ndq;
-        ncol = nu;
-        col = d - ndq;
-    }
+    int c, ncol;
+    double *m = sg_deriv_column(nu, ndq, d, out, &ncol);
     for (c = 0; c < nu; ++c)
-        m[c * ncol + col] = row[c];  /* d output c / d direction */
+        m[c * ncol] = row[c];  /* d output c / d direction */
+}
+
+/* entry c of direction d's column of out */
+static inline double sg_deriv_get(int nu, int ndq, int d, int c, double *out)
+{
+    int ncol;
+    return sg_deriv_column(nu, ndq, d, out, &ncol)[c * ncol];
 }
 #else
 #define SG_DERIVS 0
