@@ -98,7 +98,21 @@ class HingeKernels:
         return self._call("pose_gradient", q, out=out)
 
     def ortho_complement(self, q, out=None):
+        """6 x (6 - nU): the constraint wrench directions at the pnode (``C^T H*_p = 0``)."""
         return self._call("ortho_complement", q, out=out)
+
+    def oframe_ortho_complement(self, q) -> np.ndarray:
+        """6 x (6 - nU): :meth:`ortho_complement` in oframe axes, ``diag(R_op, R_op) C``, so that
+        ``C_o^T oframe_coord_map = 0`` (Karana ``oframeOrthoComplement``)."""
+        R = self.transform(q)[..., :3, :3]
+        C = self.ortho_complement(q)
+        return np.concatenate([R @ C[..., :3, :], R @ C[..., 3:, :]], axis=-2)
+
+    def oframe_deriv_rel_rates(self, q, u) -> np.ndarray:
+        """d/dt [log R_op; l_op] of the hinge (Karana oframeDerivRelRates on the hinge's onode -> pnode):
+        ``pose_gradient(q) @ u``."""
+        G = self.pose_gradient(q)
+        return np.einsum("...ij,...j->...i", G, self._arr(u, self.nu, "u"))
 
     def sanitize(self, q, out=None):
         """Equivalent coordinates (|r| <= pi for SPHERICAL, unit quaternions); identity copy otherwise."""
