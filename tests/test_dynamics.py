@@ -180,6 +180,34 @@ def test_atbi_matrices(tree):
             assert_close(mats["Dinv"], np.linalg.inv(D), 1e-9, "Dinv")
             assert_close(mats["G"], P @ H @ np.linalg.inv(D), 1e-9, "G")
         assert_close(mats["tauper"], np.eye(6) - mats["G"] @ H.T, 1e-10, "tauper")
+        assert_close(mats["H"], H, 1e-10, f"H {b['name']}")
+
+
+def _upsilon_is_j_minv_jt(mb, rng, frames=None):
+    """mb.upsilon(q, f) = J M^-1 J^T (J: the frame's Jacobian, M: the mass matrix; 1e-10), one state and a batch."""
+    q = mb.sanitize(rng.normal(size=mb.nq))
+    Minv = np.linalg.inv(mb.mass_matrix(q))
+    for f in frames or mb.frame_names:
+        J = mb.jacobian(q, f)
+        assert_close(mb.upsilon(q, f), J @ Minv @ J.T, 1e-10, f"{mb.name}: Upsilon of {f}")
+    Q = mb.sanitize(rng.normal(size=(2, mb.nq)))
+    f = mb.frame_names[-1]
+    assert_close(mb.upsilon(Q, f)[1], mb.upsilon(Q[1], f), 1e-14, "batch")
+
+
+def test_upsilon_on_random_trees(tree):
+    _upsilon_is_j_minv_jt(tree, np.random.default_rng(21))
+
+
+def test_upsilon_on_robots(robot):
+    _upsilon_is_j_minv_jt(robot[0], np.random.default_rng(22))
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples" / "models").glob("*.*")), ids=lambda p: p.name)
+def test_upsilon_on_every_example_model(path):
+    """Every bundled model (the tree's Upsilon for those with loops, against the tree's M)."""
+    mb = symgen.build(path)
+    _upsilon_is_j_minv_jt(mb, np.random.default_rng(23), mb.frame_names[-3:])
 
 
 def test_batched_dynamics_equal_single(tree):

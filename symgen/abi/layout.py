@@ -14,8 +14,9 @@ Arrays (per state; a batch puts states back to back):
   (:mod:`symgen.model.parameters`; empty otherwise), block by block (:attr:`ModelLayout.theta_blocks`).
 * ``kinematics`` output, per body (:attr:`ModelLayout.kinematics`): ``[R (9), p (3), J (6 x nU), Jdot (6 x nU)]``.
 * ``poses`` output, per body (:attr:`ModelLayout.poses`): ``[R (9), p (3)]``.
-* ``atbi_matrices`` output, per body (:attr:`ModelLayout.mats`): six blocks of 36,
-  ``P, D, Dinv, G, tauper, psi`` (D, Dinv nU_h x nU_h and G 6 x nU_h, row-major, at the block start).
+* ``atbi_matrices`` output, per body (:attr:`ModelLayout.mats`): seven blocks of 36,
+  ``P, D, Dinv, G, tauper, psi, H`` (D, Dinv nU_h x nU_h, G and H 6 x nU_h, row-major, at the block start).
+* ``upsilon`` output, per body: Upsilon = J M^-1 J^T of the body frame (36, row-major).
 * the per-kind form's per-body constants (:attr:`ModelLayout.body_const`) and per-body workspace
   (:attr:`ModelLayout.workspace`), which stay inside the C.
 """
@@ -75,7 +76,7 @@ class ModelLayout:
             b["offset"], o = o, o + b["size"]
         self.kinematics = Record(("R", 9), ("p", 3), ("J", 6 * nu), ("Jdot", 6 * nu))
         self.poses = Record(("R", 9), ("p", 3))
-        self.mats = Record(("P", 36), ("D", 36), ("Dinv", 36), ("G", 36), ("tauper", 36), ("psi", 36))
+        self.mats = Record(("P", 36), ("D", 36), ("Dinv", 36), ("G", 36), ("tauper", 36), ("psi", 36), ("H", 36))
         #: per-kind form, per body: inertia (m, h = m c, J about the body origin: xx xy xz yy yz zz), the onode's
         #: and the inverse pnode's pose (R 9, l 3), the armature of each hinge U
         self.body_const = Record(("m", 1), ("h", 3), ("J", 6), ("on", 12), ("pinv", 12), ("arm", m))
@@ -126,4 +127,4 @@ class ModelLayout:
                 f"#define {P}_P_SIZE {self.params.size}  /* p of the dynamics: g (3), T or Udot (nU), f_ext (6 per body)"
                 + (f", theta ({self.params.size - self.params['theta']}) */" if self.theta_blocks else " */"),
                 f"#define {P}_KINEMATICS_BLOCK {self.kinematics.size}  /* per body: R (9), p (3), J, Jdot (6 x nU each) */",
-                f"#define {P}_MATS_BLOCK {self.mats.size}  /* per body: P, D, Dinv, G, tauper, psi (36 each) */"]
+                f"#define {P}_MATS_BLOCK {self.mats.size}  /* per body: P, D, Dinv, G, tauper, psi, H (36 each) */"]

@@ -435,8 +435,9 @@ def atbi_base(T, b: BodyInfo, K, step, alpha_parent):
 
 
 def atbi_matrices(T, b: BodyInfo, K, step) -> list:
-    """The 216 numbers ``atbi_matrices`` reads back: P, D, Dinv, G (each in a block of 36, row-major,
-    D and Dinv nU x nU, G 6 x nU), tauper = I - G H^T and psi = phi tauper."""
+    """The 252 numbers ``atbi_matrices`` reads back: P, D, Dinv, G (each in a block of 36, row-major,
+    D and Dinv nU x nU, G 6 x nU), tauper = I - G H^T, psi = phi tauper and H (6 x nU, the coord map at the
+    body frame)."""
     n, G, H = b.nu, step["G"], K["H"]
     tau = [[T.dot([(-1.0, T.mul(G[i][c], H[c][j])) for c in range(n)], 1.0 if i == j else 0.0)
             for j in range(6)] for i in range(6)]
@@ -444,7 +445,7 @@ def atbi_matrices(T, b: BodyInfo, K, step) -> list:
     pad = lambda xs: list(xs) + [0.0] * (36 - len(xs))  # noqa: E731
     flat = lambda A: [x for row in A for x in row]  # noqa: E731
     return (flat(step["P"]) + pad(flat(step["D"])) + pad(flat(step["Dinv"])) + pad(flat(G))
-            + flat(tau) + flat(psi))
+            + flat(tau) + flat(psi) + pad([H[c][i] for i in range(6) for c in range(n)]))
 
 
 def gravity_acceleration(T, g):

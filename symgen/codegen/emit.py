@@ -725,6 +725,12 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "derivs_asked": bool(derivatives), "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
+            "upsilon_lines": [f"double mats[{L.mats.size * L.nb}];  /* atbi_matrices' blocks */",
+                              f"const int s = sg_{name}_atbi_matrices(q, u, p, mats);",
+                              "if (s) return s;",
+                              f"sg_upsilon_pass({L.nb}, sg_{name}_parent, sg_{name}_nuh, mats, {L.mats.size}, "
+                              f"{L.mats['Dinv']}, {L.mats['psi']}, {L.mats['H']}, out);",
+                              "return 0;"],
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size}
 

@@ -89,6 +89,7 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
     batches = [
         CBatch("forward_dynamics", (q, u, p_tree, out(nu)), status, fd_lanes),
         CBatch("atbi_matrices", (q, u, p_tree, out(L.mats.size * L.nb)), status),
+        CBatch("upsilon", (q, u, p_tree, out(36 * L.nb)), status),
         CBatch("inverse_dynamics", (q, u, p_tree, out(nu)), 0,
                CLanes("id", p_tree.per_state, nu) if lanes.get("id") else None),
         CBatch("mass_matrix", (q, u, mm_p, out(nu * nu)), 0,

@@ -25,6 +25,7 @@ from . import integrate as _integrate
 from . import loops as _loops
 from .binding import FrameHandle, ModelBinding
 from .f2f import FrameToFrame
+from ..numeric import np_skew
 from . import derivatives as _derivs
 from .hinge_kernels import HingeKernels, load_generated
 
@@ -403,8 +404,8 @@ class MultibodyModel:
         return b.unbatch(single, out)
 
     def atbi_matrices(self, q, body: str) -> dict:
-        """P, D, Dinv, G, tauper (= I - G H), psi (= phi(parent, body) tauper) at a body's hinge; H is the
-        hinge map in the body frame.  D, Dinv are nU_h x nU_h, G is 6 x nU_h."""
+        """P, D, Dinv, G, tauper (= I - G H^T), psi (= phi(parent, body) tauper) and H (the hinge's coord map in
+        the body frame) at a body's hinge.  D, Dinv are nU_h x nU_h, G and H 6 x nU_h."""
         if body not in self.body_names:
             raise KeyError(f"{self.name}: no body named {body!r} (bodies: {', '.join(self.body_names)})")
         b = self.binding
@@ -416,9 +417,30 @@ class MultibodyModel:
         b.check_status(status, "atbi_matrices")
         blk = out.reshape(-1, self.nb, B.size)[:, k]
         nh, m = self.layout.nuh[k], blk.shape[0]
-        shapes = {"P": (6, 6), "D": (nh, nh), "Dinv": (nh, nh), "G": (6, nh), "tauper": (6, 6), "psi": (6, 6)}
+        shapes = {"P": (6, 6), "D": (nh, nh), "Dinv": (nh, nh), "G": (6, nh), "tauper": (6, 6), "psi": (6, 6),
+                  "H": (6, nh)}
         res = {f: blk[:, B[f]:B[f] + r * c].reshape(m, r, c) for f, (r, c) in shapes.items()}
         return {k2: b.unbatch(single, v) for k2, v in res.items()}
+
+    def upsilon(self, q, frame) -> np.ndarray:
+        """Upsilon = J M^-1 J^T (6 x 6) of a frame: the operational-space compliance (Jain's Upsilon, Simbody's
+        Y), J the frame's :meth:`jacobian`.  Computed by the base-to-tip recursion
+        ``Upsilon(k) = psi^T Upsilon(parent) psi + H D^-1 H^T`` on the ATBI factorization in the generated C
+        (``sg_<m>_upsilon``, O(n), M^-1 never formed), then moved from the body frame to the frame,
+        ``phi^T(body, frame) Upsilon phi(body, frame)``.  A model with loops: the tree's (loops cut)."""
+        b = self.binding
+        single, Q, U = b.states(q)
+        body, R, l = b.frame(frame)
+        if body < 0:
+            return b.unbatch(single, np.zeros((Q.shape[0], 6, 6)))
+        out, status = b.call_batch("upsilon", Q, U, b.p(Q.shape[0], np.zeros((Q.shape[0], self.nu)), None, None),
+                                   36 * self.nb)
+        b.check_status(status, "upsilon")
+        Y = out.reshape(-1, self.nb, 6, 6)[:, body]
+        phi = np.zeros((6, 6))
+        phi[:3, :3] = phi[3:, 3:] = R
+        phi[:3, 3:] = np_skew(l) @ R
+        return b.unbatch(single, phi.T @ Y @ phi)
 
     # ---- closed chains (symgen.runtime.loops)
     def loop(self, name: str) -> "_loops.LoopConstraint":
