@@ -159,6 +159,44 @@ def test_massless_tip_is_named_at_build_time(massless_tip):
         mb.forward_dynamics(q, np.zeros(mb.nu), np.zeros(mb.nu))
 
 
+#: iCub's neck in miniature: a yaw joint (z), then a pitch joint (y) carrying a point mass 0.1 above it; at zero
+#: pitch the mass sits on the yaw axis, so nothing outboard of the yaw joint has inertia about it there (and only
+#: there: the structural check, which asks for a singularity at every configuration, does not fire)
+NECK = ("<robot name='neck'><link name='torso'><inertial><mass value='5'/>"
+        "<inertia ixx='0.1' iyy='0.1' izz='0.1' ixy='0' ixz='0' iyz='0'/></inertial></link>"
+        "<joint name='neck_yaw' type='revolute'><parent link='torso'/><child link='neck'/><origin xyz='0 0 0.3'/>"
+        "<axis xyz='0 0 1'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint><link name='neck'/>"
+        "<joint name='neck_pitch' type='revolute'><parent link='neck'/><child link='head'/><origin xyz='0 0 0'/>"
+        "<axis xyz='0 1 0'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint>"
+        "<link name='head'><inertial><origin xyz='0 0 0.1'/><mass value='1'/>"
+        "<inertia ixx='0' iyy='0' izz='0' ixy='0' ixz='0' iyz='0'/></inertial></link></robot>")
+
+
+def test_configuration_singularity_warns_at_every_build(tmp_path):
+    """Pinocchio answers a unit torque at the neutral configuration with accelerations above 1e12; the build
+    warns, naming the yaw hinge and where, every time (a cache hit included), and a well-conditioned arm does
+    not warn."""
+    path = tmp_path / "neck.urdf"
+    path.write_text(NECK)
+    pm = pin.buildModelFromUrdf(str(path))
+    pd = pm.createData()
+    q0 = pin.neutral(pm)
+    with np.errstate(all="ignore"):
+        acc = pin.aba(pm, pd, q0, np.zeros(pm.nv), np.array([1.0, 0.0]))
+    assert not np.all(np.abs(acc) < 1e12)                   # huge or not finite: ill-conditioned in Pinocchio
+    for _ in range(2):                                       # the second build is a cache hit
+        mb = symgen.build(str(path))
+        assert mb.ill_conditioned_hinges == ("neck_yaw",) and mb.singular_hinges == ()
+        msg = [w for w in mb.warnings if "hinge 'neck_yaw'" in w]
+        assert msg and "neutral configuration" in msg[0] and "armature" in msg[0] and "'head'" in msg[0]
+    q = mb.neutral_q() + np.array([0.0, 0.4])               # off the singular configuration: well defined
+    pq = q.copy()
+    assert_close(mb.forward_dynamics(q, np.zeros(2), np.array([1.0, 0.0])),
+                 pin.aba(pm, pd, pq, np.zeros(2), np.array([1.0, 0.0])), TOL, "away from it")
+    arm = symgen.build(_urdf(tmp_path, "arm", ARM))
+    assert arm.ill_conditioned_hinges == () and not [w for w in arm.warnings if "singular to working" in w]
+
+
 #: rotor inertia on the massless tip's hinge (without it its D is singular) and on the arm's two joints
 TIP_ARMATURE = {"thumb": 0.002, "j1": 0.05, "j2": [0.01]}
 

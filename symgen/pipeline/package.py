@@ -82,7 +82,7 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
     (files, kb, seconds), ``compile`` (module, seconds, hit), ``warning`` (text), ``install`` (target, seconds)."""
     from ..runtime import MultibodyModel
     from ..algorithms.soa import FORMS
-    from ..runtime.checks import singular_hinges, singular_message
+    from ..runtime.checks import ill_conditioned_hinges, ill_conditioned_message, singular_hinges, singular_message
 
     if form not in FORMS:
         raise ValueError(f"symgen.build: form must be one of {', '.join(map(repr, FORMS))}, not {form!r}")
@@ -105,9 +105,12 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
     hit, seconds = stats["compiles"] == compiles, time.perf_counter() - t
     done("compile", f"compile   {manifest['module']} in {seconds:.2f} s" + (" (cache hit)" if hit else ""),
          module=manifest["module"], seconds=seconds, hit=hit)
-    singular = singular_hinges(MultibodyModel(mod, manifest))
+    loaded = MultibodyModel(mod, manifest)
+    singular = singular_hinges(loaded)
     manifest["singular_hinges"] = [h for h, _, _ in singular]
-    messages = singular_message(singular)
+    ill = ill_conditioned_hinges(loaded, skip=manifest["singular_hinges"])
+    manifest["ill_conditioned_hinges"] = [h for h, *_ in ill]
+    messages = singular_message(singular) + ill_conditioned_message(ill)
     manifest["warnings"] = manifest["warnings"] + messages
     for w in messages:
         done("warning", f"warning   {w}", text=w)

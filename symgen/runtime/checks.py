@@ -137,3 +137,67 @@ def singular_message(found: list) -> list:
                    f"(symgen.build(..., armature={{'{hinge}': value}}), the model file's hinge 'armature', "
                    f"--armature {hinge}=VALUE) or lock it (lock=['{hinge}'], --lock {hinge})")
     return out
+
+
+#: D counts as ill-conditioned below this fraction of the model's largest body inertia: forward dynamics there
+#: answers a unit T with accelerations of about 1 / (ILL_RTOL * scale), beyond what the inputs' rounding allows
+ILL_RTOL = 1e-12
+
+
+def ill_conditioned_hinges(mb, skip=(), n_states: int = 3, seed: int = 0) -> list:
+    """``[(hinge, body, subtree bodies, D_min, where)]`` of the moving hinges (not in ``skip``: those already
+    found structurally singular) whose articulated D = H^T P H (+ armature), from the ATBI factorization
+    itself (``atbi_matrices``), is singular to working precision relative to the model's largest inertia
+    (:data:`ILL_RTOL`) at the neutral configuration or at one of ``n_states`` random ones: a configuration
+    singularity such as iCub's neck at zero, where the head's inertia about the neck yaw axis vanishes.
+    ``where``: ``"the neutral configuration"`` or ``"a random configuration"``.  Linear in the bodies."""
+    man = mb.manifest
+    bodies = man["bodies"]
+    nb = len(bodies)
+    if not nb or not mb.nu:
+        return []
+    scale = float(np.abs(spatial_inertias(bodies)).max()) or 1.0
+    rng = np.random.default_rng(seed)
+    states = [("the neutral configuration", mb.neutral_q())]
+    states += [("a random configuration", q) for q in mb.sanitize(rng.uniform(-2.0, 2.0, (n_states, mb.nq)))]
+    b, B = mb.binding, mb.layout.mats
+    found, children = {}, [[] for _ in range(nb)]
+    index = {x["name"]: k for k, x in enumerate(bodies)}
+    for k, x in enumerate(bodies):
+        if x["parent"] in index:
+            children[index[x["parent"]]].append(k)
+    for where, q in states:
+        Q = np.ascontiguousarray(q, dtype=np.float64).reshape(1, -1)
+        U = np.zeros((1, mb.nu))
+        out, status = b.call_batch("atbi_matrices", Q, U, b.p(1, U, None, None), B.size * nb)
+        bad = {}
+        if status:                         # the first body whose D is not positive definite (tip to base)
+            bad[int(status) % (nb + 1) - 1] = 0.0
+        else:
+            blk = out.reshape(nb, B.size)
+            for k, x in enumerate(bodies):
+                nh = mb.layout.nuh[k]
+                if nh:
+                    D = blk[k, B["D"]:B["D"] + nh * nh].reshape(nh, nh)
+                    dmin = float(np.linalg.eigvalsh((D + D.T) / 2)[0])
+                    if dmin <= ILL_RTOL * scale:
+                        bad[k] = dmin
+        for k, dmin in bad.items():
+            hinge = bodies[k]["hinge"]
+            if hinge not in skip and hinge not in found:
+                found[hinge] = (hinge, bodies[k]["name"], [bodies[j]["name"] for j in subtree(k, children)],
+                                dmin, where)
+    return list(found.values())
+
+
+def ill_conditioned_message(found: list) -> list:
+    """One warning per ill-conditioned hinge: where, how badly, its subtree and the remedies."""
+    out = []
+    for hinge, body, sub, dmin, where in found:
+        tree = ", ".join(repr(s) for s in sub[:6]) + (f" and {len(sub) - 6} more" if len(sub) > 6 else "")
+        out.append(f"hinge '{hinge}' (body '{body}'): at {where} D = {dmin:.1e}, singular to working precision "
+                   f"against the model's inertias: its outboard subtree ({tree}) has next to no inertia in the hinge's "
+                   f"directions there, so forward dynamics near that configuration answers a unit T with "
+                   f"accelerations of order 1/D; give it armature (symgen.build(..., armature={{'{hinge}': value}}), "
+                   f"--armature {hinge}=VALUE) or lock it (lock=['{hinge}'], --lock {hinge})")
+    return out

@@ -61,6 +61,9 @@ class MultibodyModel:
         self.forms = dict(manifest.get("forms", {}))
         #: moving hinges whose outboard subtree has no mass or inertia in their directions (D singular)
         self.singular_hinges = tuple(manifest.get("singular_hinges", ()))
+        #: moving hinges whose D is singular to working precision at the neutral or a sampled configuration
+        #: (symgen.runtime.checks.ill_conditioned_hinges; a warning names each)
+        self.ill_conditioned_hinges = tuple(manifest.get("ill_conditioned_hinges", ()))
         self._hk = {}
         #: where every number lives in the arrays exchanged with the C (symgen.abi.layout, shared with the generator)
         self.layout = b.layout
