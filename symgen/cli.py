@@ -388,7 +388,7 @@ def cmd_bench(args, ui) -> int:
         mb = build_model(model, out=None, progress=ui.detail, form=args.form)
     rng = np.random.default_rng(0)
     n = args.n
-    Q = mb.sanitize(mb.neutral_q() + 0.3 * rng.standard_normal((n, mb.nq)))
+    Q = mb.sanitize(mb.default_q() + 0.3 * rng.standard_normal((n, mb.nq)))
     U, T = rng.standard_normal((n, mb.nu)), rng.standard_normal((n, mb.nu))
     q, u, tau = Q[0], U[0], T[0]
     udot = mb.forward_dynamics(q, u, tau)

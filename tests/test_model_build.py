@@ -111,3 +111,48 @@ def test_generated_model_is_strict_c99_and_runs_without_python(tmp_path):
     u = np.array([0.1, 0.2, -0.3, 0.4, -0.5, 0.6, -0.7])
     np.testing.assert_allclose(vals[:7], mb.forward_dynamics(q, u, np.zeros(7)), rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(vals[7:].reshape(7, 7), mb.mass_matrix(q), rtol=1e-13, atol=1e-15)
+
+
+def test_default_q_and_default_transform(tmp_path):
+    """Per-hinge default Q (issue 25, item 4): ``q0:`` and ``default_transform:`` (Simbody setDefaultTransform)
+    land in ``mb.default_q()``; a BUSHING's default Q is its X-Y-Z body-fixed Euler angles and translation
+    (closed-form extraction from R = Rx(a) Ry(b) Rz(c)); a transform a PIN cannot reach is its least-squares fit,
+    with a warning."""
+    import yaml
+
+    import symgen
+
+    a, b, c, p = 0.3, -0.5, 1.1, [0.1, -0.2, 0.3]
+    Rx = np.array([[1, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]])
+    Ry = np.array([[np.cos(b), 0, np.sin(b)], [0, 1, 0], [-np.sin(b), 0, np.cos(b)]])
+    Rz = np.array([[np.cos(c), -np.sin(c), 0], [np.sin(c), np.cos(c), 0], [0, 0, 1]])
+    R = Rx @ Ry @ Rz
+    quat = [float(x) for x in _quat_xyzw(R)]
+    inertia = {"mass": 1.0, "inertia": [0.01, 0.02, 0.03, 0, 0, 0]}
+    doc = {"name": "defaults", "bodies": [
+        {"name": "a", "parent": "newtonian", **inertia, "hinge": {"type": "PIN", "q0": [0.7]}},
+        {"name": "b", "parent": "a", **inertia, "hinge": {"type": "BALL_QUAT", "q0": [0, 0, 0.6, 0.8]}},
+        {"name": "c", "parent": "b", **inertia,
+         "hinge": {"type": "BUSHING", "default_transform": {"xyz": p, "quat": quat}}},
+        {"name": "d", "parent": "c", **inertia, "hinge": {"type": "PIN", "name": "reach",
+                                                          "default_transform": {"xyz": [0, 0, 0.2]}}}]}
+    path = tmp_path / "defaults.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    mb = symgen.build(path)
+    q = mb.default_q()
+    assert q[mb.q_slice("a")][0] == 0.7
+    assert np.allclose(q[mb.q_slice("b")], [0, 0, 0.6, 0.8], atol=0, rtol=1e-15)
+    # BUSHING Q = (qx, qy, qz, px, py, pz): the closed-form angles of R and the translation, 1e-9
+    want = [np.arctan2(-R[1, 2], R[2, 2]), np.arcsin(R[0, 2]), np.arctan2(-R[0, 1], R[0, 0]), *p]
+    assert np.allclose(q[mb.q_slice("c")], want, atol=1e-9, rtol=0)
+    X = np.eye(4)
+    X[:3, :3], X[:3, 3] = R, p
+    assert np.allclose(mb.hinge_kernels("c").transform(q[mb.q_slice("c")]), X, atol=1e-10, rtol=0)
+    assert any("hinge 'reach'" in w and "least-squares" in w for w in mb.warnings)
+    assert np.array_equal(mb.neutral_q()[mb.q_slice("a")], [0.0])
+
+
+def _quat_xyzw(R):
+    """A rotation matrix as a unit quaternion (x, y, z, w) (Shepperd's method, w > 0 branch suffices here)."""
+    w = np.sqrt(1.0 + np.trace(R)) / 2
+    return np.array([(R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w), (R[1, 0] - R[0, 1]) / (4 * w), w])

@@ -58,6 +58,9 @@ CASES = [
     ("no bodies", lambda d: d.update(bodies=[]), ["'bodies' must be a non-empty list"]),
     ("loop frame", lambda d: d.update(loops=[{"name": "c", "source": "tip", "target": "nowhere", "hinge": "BALL"}]),
      ["loops[0]", "unknown frame 'nowhere'"]),
+    ("q0 length", lambda d: d["bodies"][0]["hinge"].update(q0=[0.1, 0.2]), ["body 'link1'", "'hinge.q0' must be 1"]),
+    ("q0 and default", lambda d: d["bodies"][0]["hinge"].update(q0=[0.1], default_transform={"rpy": [0, 0, 1]}),
+     ["body 'link1'", "either 'q0' or 'default_transform'"]),
 ]
 
 

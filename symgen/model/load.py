@@ -99,7 +99,7 @@ def _hinge(ctx, where, d, body_name):
         raise ctx.err(where, f"field 'hinge' must be a mapping with 'type', got {d!r}")
     if "type" not in d:
         raise ctx.err(where, "field 'hinge' is missing 'type'")
-    params = {k: v for k, v in d.items() if k not in ("type", "name", "armature")}
+    params = {k: v for k, v in d.items() if k not in ("type", "name", "armature", "q0", "default_transform")}
     name = d.get("name", body_name)
     check_name(ctx, where, name, "hinge.name")
     try:
@@ -110,7 +110,12 @@ def _hinge(ctx, where, d, body_name):
         raise ctx.err(where, f"field 'hinge': {e}") from None
     frozen = tuple(sorted((k, _freeze(v)) for k, v in params.items()))
     armature = _armature_values(ctx, where, "hinge.armature", d["armature"], spec.nu) if "armature" in d else ()
-    return name, spec, frozen, armature
+    if "q0" in d and "default_transform" in d:
+        raise ctx.err(where, "field 'hinge': give either 'q0' or 'default_transform', not both")
+    q0 = tuple(float(x) for x in check_vector(ctx, where, "hinge.q0", d["q0"], spec.nq)) if "q0" in d else ()
+    default = parse_pose(ctx, f"{where}: field 'hinge.default_transform'", d["default_transform"]) \
+        if "default_transform" in d else None
+    return name, spec, frozen, armature, q0, default
 
 
 def _armature_values(ctx, where, field_, v, nu) -> tuple:
@@ -178,14 +183,14 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
         com = check_vector(ctx, where, "com", b.get("com", [0, 0, 0]), 3)
         J = _inertia(ctx, where, b["inertia"])
         _mass_fields(ctx, where, m, com, J)
-        hname, hspec, hparams, armature = _hinge(ctx, where, b["hinge"], bname)
+        hname, hspec, hparams, armature, q0, default = _hinge(ctx, where, b["hinge"], bname)
         if hname in hinge_names:
             raise ctx.err(where, f"duplicate hinge name '{hname}'")
         hinge_names.add(hname)
         onode, pnode = place_nodes(parse_pose(ctx, f"{where}: field 'onode'", b.get("onode")),
                                    parse_pose(ctx, f"{where}: field 'pnode'", b.get("pnode")), hspec.params)
         bodies[bname] = Body(bname, parent, m, tuple(com.tolist()), tuple(map(tuple, J.tolist())), hname,
-                             hspec.hinge_type, hparams, onode, pnode, armature)
+                             hspec.hinge_type, hparams, onode, pnode, armature, q0, default)
         fl = b.get("frames", [])
         if not isinstance(fl, list):
             raise ctx.err(where, "field 'frames' must be a list")
@@ -224,9 +229,10 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
             raise ctx.err(where, f"source '{lc['source']}' and target '{lc['target']}' are on the same body "
                                  f"'{frame_body[lc['source']]}': the loop constrains nothing")
         h = lc["hinge"] if isinstance(lc["hinge"], dict) else {"type": lc["hinge"]}
-        if "armature" in h or "name" in h:
-            raise ctx.err(where, "field 'hinge': a cut joint takes a type and its parameters (no name, no armature)")
-        _, spec, params, _ = _hinge(ctx, where, h, lname)
+        if any(k in h for k in ("armature", "name", "q0", "default_transform")):
+            raise ctx.err(where, "field 'hinge': a cut joint takes a type and its parameters (no name, armature, "
+                                 "q0 or default_transform)")
+        _, spec, params, *_ = _hinge(ctx, where, h, lname)
         loops.append(LoopConstraint(lname, lc["source"], lc["target"], str(h["type"]).upper(), params))
     return validate_inertias(Model(str(mname), order, frames, loops, gravity, path), model_err(path, "body"),
                              balance_inertia, accept_indefinite_inertia)

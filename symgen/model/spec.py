@@ -90,6 +90,8 @@ class Body:
     onode: Pose = Pose()        # onode pose in the parent body frame
     pnode: Pose = Pose()        # pnode pose in this body frame
     armature: tuple = ()        # rotor inertia added to D (and to M's diagonal), one per hinge U; () = none
+    q0: tuple = ()              # the hinge's default Q (mb.default_q()); () = its neutral Q
+    default_transform: Pose = None   # Simbody setDefaultTransform: the X_op whose Q (fit_q at build) is q0
 
     def hinge_kwargs(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else v)

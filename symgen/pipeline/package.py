@@ -106,6 +106,9 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
     done("compile", f"compile   {manifest['module']} in {seconds:.2f} s" + (" (cache hit)" if hit else ""),
          module=manifest["module"], seconds=seconds, hit=hit)
     loaded = MultibodyModel(mod, manifest)
+    for w in _default_transforms(loaded, manifest):
+        manifest["warnings"] = manifest["warnings"] + [w]
+        done("warning", f"warning   {w}", text=w)
     singular = singular_hinges(loaded)
     manifest["singular_hinges"] = [h for h, _, _ in singular]
     ill = ill_conditioned_hinges(loaded, skip=manifest["singular_hinges"])
@@ -131,6 +134,27 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
         dfiles, dmanifest = cached_model_sources(model, form, derivatives=True)
         return module_of_sources(dfiles, dmanifest, label + " with derivatives", derivatives=True)[0]
     return MultibodyModel(mod, manifest, path=path, fastcall=fast, derivatives=None if derivatives else with_derivatives)
+
+
+def _default_transforms(mb, manifest) -> list:
+    """Each hinge's ``default_transform`` (Simbody ``setDefaultTransform``) as its default Q, by ``fit_q``, into
+    the manifest (what ``mb.default_q()`` reads); a warning for one the hinge cannot reach exactly."""
+    import numpy as np
+
+    warnings = []
+    for name, h in manifest["hinges"].items():
+        X = h.get("default_transform")
+        if X is None:
+            continue
+        q = mb.fit_q(name, np.array(X))
+        got = mb.hinge_kernels(name).transform(q)
+        h["default_q"] = [float(x) for x in q]
+        err = float(np.abs(got - np.array(X)).max())
+        if err > 1e-9:
+            warnings.append(f"hinge '{name}': default_transform is out of the hinge's reach (its {h['type']} "
+                            f"moves in {len(h['neutral_q'])} coordinates); its default Q is the least-squares best "
+                            f"fit (off by {err:.2g})")
+    return warnings
 
 
 _PACKAGE_INIT = '''"""symgen model package {name!r} (generated; do not edit).

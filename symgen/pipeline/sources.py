@@ -216,7 +216,10 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
             hinges[b.hinge_name] = {"body": b.name, "type": b.hinge_type, "slug": m["slug"],
                                     "label": h.spec.label(), "q": [qo, qo + h.nq], "u": [uo, uo + h.nu],
                                     "subhinges": list(h.subhinge_types), "neutral_q": h.spec.neutral_q(),
+                                    "default_q": list(b.q0) or list(h.spec.neutral_q()),
                                     "armature": list(b.armature) or [0.0] * h.nu}
+            if b.default_transform is not None:
+                hinges[b.hinge_name]["default_transform"] = b.default_transform.matrix.tolist()
             qo, uo = qo + h.nq, uo + h.nu
             bar.update(1)
     loops, loop_manifest = _loop_specs(model, files, specs)

@@ -100,13 +100,13 @@ class LoopConstraint:
 
         Returns ``(f_source, f_target)`` (each ``[N; F]`` in its own frame at its origin), or with
         ``as_f_ext=True`` the ``(nb, 6)`` body wrenches to pass as ``f_ext=``.  ``q`` defaults to the
-        model's neutral Q (then the cut joint's best fit there)."""
+        model's default Q (then the cut joint's best fit there)."""
         mb = self._mb
         T_cut = np.asarray(T_cut, dtype=float).reshape(-1)
         if T_cut.shape != (self.nu,):
             raise ValueError(f"{mb.name}: loop '{self.name}': T_cut must have {self.nu} entries (the cut joint's "
                              f"U), got {T_cut.shape[0]}")
-        q = mb.neutral_q() if q is None else np.asarray(q, dtype=float)
+        q = mb.default_q() if q is None else np.asarray(q, dtype=float)
         fE = self.cut_force_map(q) @ T_cut
         # E -> T is the identity when the loop is closed; X_ST from the frame poses
         XS, XT = mb.frame_pose(q, self.source), mb.frame_pose(q, self.target)

@@ -149,6 +149,14 @@ class MultibodyModel:
         j = self._joint(hinge)
         return slice(j[2], j[3]) if j else slice(*self._hinge(hinge)["u"])
 
+    def default_q(self) -> np.ndarray:
+        """Each hinge's default Q (Simbody's default Q): ``q0:`` in the model file, or the Q that gives its
+        ``default_transform:`` (``fit_q`` at build), else its neutral Q (:meth:`neutral_q`); sanitized."""
+        q = np.zeros(self.nq)
+        for h in self.manifest["hinges"].values():
+            q[slice(*h["q"])] = h.get("default_q", h["neutral_q"])
+        return self.sanitize(q) if self.nq else q
+
     def neutral_q(self) -> np.ndarray:
         """The reference pose: identity quaternions, each coordinate's ref (a compound hinge's), zero elsewhere."""
         q = np.zeros(self.nq)
