@@ -399,3 +399,26 @@ def test_gravity_pendulum_conserves_energy():
     t, Q, U = mb.simulate(q0, u0, (0.0, 10.0), 1e-3)
     E = [energy(Q[i], U[i]) for i in range(0, len(t), 1000)]
     assert max(abs(e - E[0]) for e in E) < 1e-6 * abs(E[0])
+
+
+@pytest.mark.parametrize("kind", ["GIMBAL", "BUSHING"])
+def test_gimbal_lock_is_named_as_a_coordinate_singularity(kind):
+    """At the middle angle +-90 degrees the coord map of GIMBAL and BUSHING loses rank (issue 25, item 4): the
+    error says so, on the one-state fast path, a batch and minv_times; a massless tip still gets the mass
+    message."""
+    from symgen.model import model_from_dict
+
+    d = {"name": f"lock_{kind.lower()}", "bodies": [{"name": "a", "parent": "newtonian", "mass": 1.0,
+                                                     "inertia": [0.01, 0.02, 0.03, 0, 0, 0], "hinge": {"type": kind}}]}
+    mb = build_model(model_from_dict(d))
+    q = mb.neutral_q()
+    q[mb.q_slice("a")][1 if kind == "GIMBAL" else 1] = np.pi / 2
+    H = mb.hinge_kernels("a").coord_map(q[mb.q_slice("a")])
+    assert np.linalg.matrix_rank(H, tol=1e-10) < H.shape[1]          # the closed form: rank lost at 90 degrees
+    for call in (lambda: mb.forward_dynamics(q, np.zeros(mb.nu), np.ones(mb.nu)),
+                 lambda: mb.forward_dynamics(q[None], np.zeros((1, mb.nu)), np.ones((1, mb.nu))),
+                 lambda: mb.minv_times(q, np.ones(mb.nu))):
+        with pytest.raises(np.linalg.LinAlgError, match="coordinate singularity.*gimbal lock"):
+            call()
+    q[mb.q_slice("a")][1] = 0.3
+    assert np.all(np.isfinite(mb.forward_dynamics(q, np.zeros(mb.nu), np.ones(mb.nu))))

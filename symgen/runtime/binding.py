@@ -289,17 +289,45 @@ class ModelBinding:
             _parameters.theta(self, n, params)  # raises: names no parameter of this build
         return P
 
-    def check_status(self, status, what):
+    def check_status(self, status, what, Q=None):
         """Raise ``LinAlgError`` for a kernel's nonzero status (state index * (nb + 1) + body index + 1: the body
-        whose D = H P H* is not positive definite), naming the body, its hinge and the two remedies."""
+        whose D = H P H* is not positive definite), naming the body, its hinge and the remedies.  With the
+        states ``Q``, a hinge whose coord map loses rank at the failing state (GIMBAL and BUSHING at the middle
+        angle +-90 degrees) is named as a coordinate singularity, not as missing mass."""
         if status:
             i, k = divmod(int(status), self.nb + 1)
             body = self.body_names[k - 1]
             hinge = self.manifest['bodies'][k - 1]['hinge']
-            raise np.linalg.LinAlgError(f"{self.name}: {what}: D = H P H* of body '{body}' (hinge '{hinge}') is not "
-                                        f"positive definite (state {i}): its outboard subtree has no mass or "
-                                        f"inertia in the hinge's directions; give the hinge armature "
-                                        f"(armature={{'{hinge}': value}}) or lock it (lock=['{hinge}'])")
+            head = f"{self.name}: {what}: D = H P H* of body '{body}' (hinge '{hinge}') is not positive definite " \
+                   f"(state {i})"
+            lost = self._coordinate_singularity(hinge, Q, i)
+            if lost is not None:
+                kind = self.manifest["hinges"][hinge]["type"]
+                raise np.linalg.LinAlgError(
+                    f"{head}: the {kind} hinge is at a coordinate singularity there, not short of mass: its coord "
+                    f"map loses rank (smallest singular value {lost:.1e} of its largest)"
+                    + (", the middle angle at +-90 degrees (gimbal lock)" if kind in ("GIMBAL", "BUSHING") else "")
+                    + "; keep it away from that configuration, or use a quaternion hinge (BALL_QUAT, FULL6DOF) "
+                      "for free rotations")
+            raise np.linalg.LinAlgError(f"{head}: its outboard subtree has no mass or inertia in the hinge's "
+                                        f"directions; give the hinge armature (armature={{'{hinge}': value}}) or "
+                                        f"lock it (lock=['{hinge}'])")
+
+    def _coordinate_singularity(self, hinge, Q, i):
+        """The relative smallest singular value of the hinge's coord map at state i of Q when it has lost rank
+        (below 1e-6), else None (or without Q)."""
+        if Q is None:
+            return None
+        from .hinge_kernels import HingeKernels
+
+        Q = np.asarray(Q, dtype=np.float64).reshape(-1, self.nq)
+        info = self.manifest["hinges"][hinge]
+        if not info["u"][1] > info["u"][0]:
+            return None
+        h = HingeKernels(self, self.manifest["hinge_specs"][info["slug"]])
+        sv = np.linalg.svd(h.coord_map(Q[min(i, Q.shape[0] - 1), slice(*info["q"])]), compute_uv=False)
+        rel = float(sv[-1] / sv[0]) if sv[0] > 0 else 0.0
+        return rel if rel < 1e-6 else None
 
     # ---- one state
     # One state (q, u, ...: C-contiguous float64 vectors) takes a lean path: one C call on the arrays' memory
@@ -368,7 +396,7 @@ class ModelBinding:
         res, status = self.call_batch(kernel, Q, U, self.p(Q.shape[0], M, f_ext, gravity, params), self.nu,
                                       None if out is None else out.reshape(Q.shape[0], self.nu))
         if status:
-            self.check_status(status, kernel)
+            self.check_status(status, kernel, Q)
         return out if out is not None else self.unbatch(single, res)
 
     def derivatives(self, kind, q, u, middle, f_ext, gravity, params=None):
@@ -507,8 +535,8 @@ class ModelBinding:
             return ()
         c, call = self.one_state, self._call_maker(ext, methods)
 
-        def fd_status(status):
-            self.check_status(status, "forward_dynamics")
+        def fd_status(status, q):
+            self.check_status(status, "forward_dynamics", q)
 
         g = self._gravity
         fd = (call("forward_dynamics", _K_TA, c["ta_forward_dynamics"], self.shape_u, g, on_status=fd_status)
@@ -533,9 +561,9 @@ class ModelBinding:
         lib, name = self.lib, self.name
         self._step_work = np.empty(getattr(lib, f"sg_{name}_step_work_size")())
         calls = tuple(call(f"{k}_dynamics_derivatives", _K_DYN, getattr(lib, f"sg_{name}_{k[:1]}d_derivatives_single"),
-                           (3, self.nu, self.nu), g, on_status=lambda s, k=k: self.derivative_status(s, k))
+                           (3, self.nu, self.nu), g, on_status=lambda s, q, k=k: self.derivative_status(s, k))
                       for k in ("forward", "inverse"))
         calls += (call("step_derivatives", _K_STEP, getattr(lib, f"sg_{name}_step_derivatives_single"), (1,), g,
-                       self._step_work, on_status=lambda s: self.derivative_status(s, "forward")),)
+                       self._step_work, on_status=lambda s, q: self.derivative_status(s, "forward")),)
         self._calls += calls
         return calls

@@ -71,7 +71,7 @@ typedef struct {
     PyObject *aux;          /* K_Q_FIXED: (u0, p0) arrays; K_DYN/K_TA/K_STEP: the gravity array (3,); K_STEP's
                              * aux2: its work array */
     PyObject *aux2;
-    PyObject *on_status;    /* called with a nonzero status (it raises); None: the status is not checked */
+    PyObject *on_status;    /* called with a nonzero status and q (it raises); None: the status is not checked */
     PyObject *name, *doc;
 } Call;
 
@@ -164,7 +164,7 @@ static PyObject *step_call(Call *self, PyObject *const *args, size_t nargsf, PyO
                            (double *)PyArray_DATA((PyArrayObject *)self->aux2), (double *)PyArray_DATA((PyArrayObject *)A),
                            (double *)PyArray_DATA((PyArrayObject *)B));
     if (status && self->on_status != Py_None) {
-        r = PyObject_CallFunction(self->on_status, "i", status);
+        r = PyObject_CallFunction(self->on_status, "iO", status, args[0]);
         if (r == NULL) {
             Py_DECREF(A);
             Py_DECREF(B);
@@ -244,7 +244,7 @@ static PyObject *call_vectorcall(PyObject *callable, PyObject *const *args, size
         break;
     }
     if (status && self->on_status != Py_None) {
-        PyObject *r = PyObject_CallFunction(self->on_status, "i", status);
+        PyObject *r = PyObject_CallFunction(self->on_status, "iO", status, args[0]);
         if (r == NULL) {
             Py_DECREF(out);
             return NULL;

@@ -318,7 +318,7 @@ class MultibodyModel:
                               lambda pq, pu, pt, po: fd1(pq, pu, gp(gravity), pt, po))
             if r is not None:
                 if r[1]:
-                    b.check_status(r[1], "forward_dynamics")
+                    b.check_status(r[1], "forward_dynamics", q)
                 return r[0]
         if loops:
             udot = _loops.ta_forward_dynamics(self, q, u, T, f_ext, gravity, baumgarte)["udot"]
@@ -411,7 +411,7 @@ class MultibodyModel:
         _, _, V = b.states(q, v)
         out, status = b.call_batch("forward_dynamics", Q, np.zeros_like(V), b.p(Q.shape[0], V, None, np.zeros(3)),
                                    self.nu)
-        b.check_status(status, "minv_times")
+        b.check_status(status, "minv_times", Q)
         return b.unbatch(single, out)
 
     def atbi_matrices(self, q, body: str) -> dict:
@@ -425,7 +425,7 @@ class MultibodyModel:
         B = self.layout.mats
         out, status = b.call_batch("atbi_matrices", Q, U, b.p(Q.shape[0], np.zeros((Q.shape[0], self.nu)), None, None),
                                    B.size * self.nb)
-        b.check_status(status, "atbi_matrices")
+        b.check_status(status, "atbi_matrices", Q)
         blk = out.reshape(-1, self.nb, B.size)[:, k]
         nh, m = self.layout.nuh[k], blk.shape[0]
         shapes = {"P": (6, 6), "D": (nh, nh), "Dinv": (nh, nh), "G": (6, nh), "tauper": (6, 6), "psi": (6, 6),
@@ -446,7 +446,7 @@ class MultibodyModel:
             return b.unbatch(single, np.zeros((Q.shape[0], 6, 6)))
         out, status = b.call_batch("upsilon", Q, U, b.p(Q.shape[0], np.zeros((Q.shape[0], self.nu)), None, None),
                                    36 * self.nb)
-        b.check_status(status, "upsilon")
+        b.check_status(status, "upsilon", Q)
         Y = out.reshape(-1, self.nb, 6, 6)[:, body]
         phi = np.zeros((6, 6))
         phi[:3, :3] = phi[3:, 3:] = R
