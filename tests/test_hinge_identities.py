@@ -296,3 +296,67 @@ def test_full6dof_speeds():
     q, u = random_q(h, rng), rng.normal(size=6)
     np.testing.assert_allclose((h.numeric("qdot_map")(q) @ u)[:3], u[:3], rtol=0, atol=1e-15)
     assert_close(h.numeric("oframe_coord_map")(q)[3:] @ u, u[:3], 1e-14, "oframe linear velocity")
+
+
+def _Rx(a):
+    return Rotation.from_euler("x", a).as_matrix()
+
+
+@pytest.mark.parametrize("name,kw,closed", [
+    ("PLANAR", {}, lambda q: (np.eye(3), [q[0], q[1], 0.0])),
+    ("TRANSLATIONAL", {}, lambda q: (np.eye(3), list(q))),
+    ("CYLINDRICAL", {}, lambda q: (Rotation.from_rotvec([0, 0, q[1]]).as_matrix(), [0.0, 0.0, q[0]])),
+    ("UJOINT", {}, lambda q: (Rotation.from_euler("XY", q).as_matrix(), [0.0, 0.0, 0.0])),
+    ("GIMBAL", {}, lambda q: (Rotation.from_euler("XYZ", q).as_matrix(), [0.0, 0.0, 0.0])),
+    ("CUSTOM", {}, lambda q: (Rotation.from_rotvec([0, 0, q[2]]).as_matrix(), [q[0], q[1], 0.0])),
+    ("CUSTOM", {"subhinges": ["PIN", "LINEAR"], "axes": [[0, 1, 0], [1, 0, 0]]},
+     lambda q: (Rotation.from_rotvec([0, q[0], 0]).as_matrix(),
+                Rotation.from_rotvec([0, q[0], 0]).as_matrix() @ [q[1], 0.0, 0.0])),
+], ids=["PLANAR", "TRANSLATIONAL", "CYLINDRICAL", "UJOINT", "GIMBAL", "CUSTOM-default", "CUSTOM-pin-linear"])
+def test_transform_closed_forms(name, kw, closed):
+    """Hinge types that were only checked against themselves (issue 25, item 6): X_op(Q) against a closed form,
+    the rotations from scipy (subhinges compose in series: each later one moves in the frame of the ones
+    before it), 1e-14."""
+    import symgen
+
+    h = symgen.hinge(name, **kw)
+    T = h.numeric("transform")
+    rng = np.random.default_rng(13)
+    for _ in range(10):
+        q = rng.uniform(-3, 3, h.nq)
+        R, l = closed(q)
+        X = T(q)
+        assert_close(X[:3, :3], R, 1e-14, f"{name} R")
+        assert_close(X[:3, 3], l, 1e-14, f"{name} l")
+
+
+def test_fit_q_and_fit_u_against_closed_form_euler_angles():
+    """fit_q of a GIMBAL recovers the X-Y-Z body-fixed angles of a rotation by closed-form extraction
+    (b = asin R02, a = atan2(-R12, R22), c = atan2(-R01, R00), or the other solution (a + pi, pi - b, c + pi)),
+    and fit_u the rates of a known motion:
+    for R = Rx(a) Ry(b) Rz(c), w_p = Rz^T Ry^T [da, 0, 0] + Rz^T [0, db, 0] + [0, 0, dc]; 1e-10."""
+    import symgen
+    from symgen.model import model_from_dict
+
+    mb = symgen.build(model_from_dict({"name": "fitg", "bodies": [
+        {"name": "a", "parent": "newtonian", "mass": 1.0, "inertia": [0.01, 0.02, 0.03, 0, 0, 0],
+         "hinge": {"type": "GIMBAL"}}]}))
+    rng = np.random.default_rng(14)
+    for _ in range(5):
+        angles = rng.uniform([-3, -1.4, -3], [3, 1.4, 3])
+        R = Rotation.from_euler("XYZ", angles).as_matrix()
+        want = [np.arctan2(-R[1, 2], R[2, 2]), np.arcsin(R[0, 2]), np.arctan2(-R[0, 1], R[0, 0])]
+        X = np.eye(4)
+        X[:3, :3] = R
+        q = mb.fit_q("a", X)
+        # the other Euler solution of the same R: (a + pi, pi - b, c + pi); fit_q may return either
+        other = [want[0] + np.pi, np.pi - want[1], want[2] + np.pi]
+        wrap = lambda x: (np.asarray(x) + np.pi) % (2 * np.pi) - np.pi  # noqa: E731
+        err = min(np.abs(wrap(np.asarray(q) - w)).max() for w in (want, other))
+        assert err < 1e-10, f"fit_q angles {q} are neither Euler solution of R ({want}, {other})"
+        if np.abs(wrap(np.asarray(q) - want)).max() > 1e-10:
+            q = np.asarray(other)
+        rates = rng.normal(size=3)
+        Ry, Rz = Rotation.from_euler("y", q[1]).as_matrix(), Rotation.from_euler("z", q[2]).as_matrix()
+        w = Rz.T @ Ry.T @ [rates[0], 0, 0] + Rz.T @ [0, rates[1], 0] + [0, 0, rates[2]]
+        assert_close(mb.fit_u("a", np.r_[w, 0, 0, 0], q), rates, 1e-10, "fit_u rates")
