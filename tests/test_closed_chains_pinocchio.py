@@ -225,3 +225,35 @@ def test_pinocchio_oracle_pin_cuts_and_redundant_loops(seed):
             assert rep["err_kkt"] is None and rep["err_null"] < 1e-9 and rep["residual"] < 1e-9, rep
             _, a_null = dense_constrained_fd(pm, qp, v, tau, J, loop_kinematics(pm, doc, qp, v)["acc"])
             assert rel(a, a_null) < 1e-9
+
+
+@pytest.mark.parametrize("seed,floating", CASES[:2], ids=IDS[:2])
+def test_closed_chain_inverse_dynamics_matches_pinocchio(cases, seed, floating):
+    """Closed-chain inverse dynamics (issue 25, item 6) against Pinocchio: actuate a set A of hinges for which
+    ``[S_A, G_c^T]`` has full column rank (the solution is unique), drive Pinocchio's constraintDynamics with
+    random T on A only, and ask ``mb.inverse_dynamics(..., actuated=A)`` for the T of that motion: it must be
+    the T that produced it (1e-9)."""
+    c = cases(seed, floating)
+    mb, maps, q = c.mb, c.maps, c.q_ref
+    G, _ = mb.constraint_jacobian(np.array(q))
+    rng = np.random.default_rng(300 + seed)
+    cols, chosen = [G.T], []
+    for h in maps.hinges:
+        s = mb.u_slice(h.name)
+        if s.stop == s.start:
+            continue
+        S = np.eye(mb.nu)[:, s]
+        trial = np.hstack(cols + [S])
+        if np.linalg.matrix_rank(trial, tol=1e-9) == np.linalg.matrix_rank(np.hstack(cols), tol=1e-9) + S.shape[1]:
+            cols.append(S)
+            chosen.append(h.name)
+    assert chosen and np.linalg.matrix_rank(np.hstack(cols), tol=1e-9) == np.hstack(cols).shape[1]
+    for v, _ in c.states():
+        T = np.zeros(mb.nu)
+        for h in chosen:
+            T[mb.u_slice(h)] = rng.normal(size=mb.u_slice(h).stop - mb.u_slice(h).start)
+        a_pin = pin_constrained_fd(c.pm, c.cms, c.qp, v, to_pin_tau(maps, q, T), doc=c.doc)
+        u = u_matrix(maps, q) @ v
+        udot = from_pin_accel(maps, q, v, a_pin)
+        T_id, lam = mb.inverse_dynamics(np.array(q), u, udot, actuated=chosen)
+        assert rel(T_id, T) < 1e-9, f"{c.doc['name']}: closed-chain inverse dynamics {rel(T_id, T):.3g} off"

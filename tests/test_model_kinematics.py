@@ -97,6 +97,8 @@ def test_f2f_queries_match_their_num_diff_twins(mb):
         assert_close(T, Tn, 1e-12, "rel_transform")
         assert_close(f.rel_sp_vel(q, u), f.rel_sp_vel_num_diff(q, u), 1e-6, f"rel_sp_vel {o}->{p}")
         assert_close(f.jacobian(q) @ u, f.rel_sp_vel(q, u), 1e-12, "f2f jacobian")
+        assert_close(f.jacobian_num_diff(q), f.jacobian(q), 1e-6, f"jacobian_num_diff {o}->{p}")
+        assert_close(f.jacobian(q, oriented=False), -f.jacobian(q), 0.0, "oriented=False")
         d = mb.qdot(q, u)
         acc_fd = (f.rel_sp_vel(q + H * d, u + H * ud) - f.rel_sp_vel(q - H * d, u - H * ud)) / (2 * H)
         assert_close(f.rel_sp_accel(q, u, ud), acc_fd, 1e-6, f"rel_sp_accel {o}->{p}")

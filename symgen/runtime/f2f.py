@@ -28,8 +28,8 @@ The rest of Karana's FrameToFrame, with the state as arguments (models are state
 * ``subchain_orientation``: whether another f2f's path lies on this one's, and which way;
 * ``oframe_deriv_rel_rates``: d/dt [log R; l] (``pose_gradient @ u``).
 
-The numerical-difference twins ``rel_sp_vel_num_diff`` and ``pose_gradient_num_diff`` (Karana's ``*NumDiff``)
-compute the same from central differences of ``rel_transform``, for cross-validation.
+The numerical-difference twins ``rel_sp_vel_num_diff``, ``jacobian_num_diff`` and ``pose_gradient_num_diff``
+(Karana's ``*NumDiff``) compute the same from central differences of ``rel_transform``, for cross-validation.
 """
 from __future__ import annotations
 
@@ -346,6 +346,18 @@ class FrameToFrame:
         Td = (Tp - Tm) / (2 * h)
         w = _vee(Td[:, :3, :3] @ np.swapaxes(T[:, :3, :3], -1, -2))
         return b.unbatch(single, np.concatenate([w, Td[:, :3, 3]], axis=1))
+
+    def jacobian_num_diff(self, q, h: float = FD_STEP) -> np.ndarray:
+        """:meth:`jacobian` (6 x nU) from central differences of ``rel_transform`` along ``Qdot = N e_j``, column
+        by column (Karana's ``jacobianNumDiff``)."""
+        m, b = self.model, self._b
+        single, Q, _ = b.states(q)
+        J = np.empty((Q.shape[0], 6, m.nu))
+        for j in range(m.nu):
+            e = np.zeros((Q.shape[0], m.nu))
+            e[:, j] = 1.0
+            J[:, :, j] = np.asarray(self.rel_sp_vel_num_diff(Q, e, h)).reshape(-1, 6)
+        return b.unbatch(single, J)
 
     def pose_gradient_num_diff(self, q, h: float = FD_STEP) -> np.ndarray:
         """pose_gradient from central differences of [log R_op; l_op] along N e_j."""
