@@ -33,6 +33,11 @@ CASES = [(t, {}) for t in symgen.HINGE_TYPES] + [
     ("CUSTOM", {"subhinges": ["SPHERICAL_QUAT", "LINEAR3"]}),
     ("CUSTOM", {"subhinges": ["LINEAR", "PIN", "LINEAR"]}),
     ("CUSTOM", {"subhinges": ["LOCKED", "PIN", "PIN"]}),
+    # reversed mobilizers (Simbody Direction::Reverse): the motion defined from the pnode to the onode
+    ("PIN", {"axis": (0.6, 0.0, 0.8), "reverse": True}),
+    ("BALL_QUAT", {"reverse": True}),
+    ("GIMBAL", {"reverse": True}),
+    ("CUSTOM", {"subhinges": ["PIN", "LINEAR"], "axes": [(0, 0, 1), (1, 0, 0)], "reverse": True}),
     # the compound hinge: MuJoCo's joints in one body (a slide and a ball about an anchor; three hinges about
     # one common anchor, one with a ref; a screw and a pin about different lines)
     ("SERIAL", {"joints": [{"type": "slide", "axis": (1, 0, 0), "ref": -0.1},

@@ -360,3 +360,54 @@ def test_fit_q_and_fit_u_against_closed_form_euler_angles():
         Ry, Rz = Rotation.from_euler("y", q[1]).as_matrix(), Rotation.from_euler("z", q[2]).as_matrix()
         w = Rz.T @ Ry.T @ [rates[0], 0, 0] + Rz.T @ [0, rates[1], 0] + [0, 0, rates[2]]
         assert_close(mb.fit_u("a", np.r_[w, 0, 0, 0], q), rates, 1e-10, "fit_u rates")
+
+
+@pytest.mark.parametrize("name,kw", [("PIN", {"axis": (0.6, 0.0, 0.8)}), ("BALL_QUAT", {}), ("GIMBAL", {}),
+                                     ("FULL6DOF", {}), ("CUSTOM", {"subhinges": ["PIN", "LINEAR"],
+                                                                   "axes": [(0, 0, 1), (1, 0, 0)]})])
+def test_reversed_transform_is_the_inverse(name, kw):
+    """A reversed hinge's X_op(Q) is the inverse of the forward one's at the same Q (issue 25, item 4; 1e-13),
+    with the same N; its coord map, bias, pose gradient and ortho complement are checked against the transform
+    by the identity tests above (the reversed cases of helpers.CASES)."""
+    import symgen
+
+    fwd, rev = symgen.hinge(name, **kw), symgen.hinge(name, reverse=True, **kw)
+    assert rev.spec.reversed and "reverse=True" in rev.spec.label()
+    rng = np.random.default_rng(15)
+    for _ in range(5):
+        q = random_q(fwd, rng)
+        assert_close(rev.numeric("transform")(q), np.linalg.inv(fwd.numeric("transform")(q)), 1e-13, "X^-1")
+        assert_close(rev.numeric("qdot_map")(q), fwd.numeric("qdot_map")(q), 0.0, "N")
+    with pytest.raises(ValueError, match="reverse"):
+        symgen.hinge(name, reverse="yes", **kw)
+
+
+@pytest.mark.parametrize("name,kw", [("BUSHING", {}), ("FULL6DOF", {}), ("HOOKE", {}),
+                                     ("CUSTOM", {"subhinges": ["SCREW", "PIN"], "pitch": 0.2})])
+def test_subhinge_access(name, kw):
+    """h.subhinge(i) (Karana's per-subhinge CoordBase): the subhinges' transforms, each at its slice of Q,
+    compose to the hinge's (1e-13), and the hinge's coord map is [phi^T(p_k, p_m) H_k]_k (1e-12)."""
+    import symgen
+    from symgen.symbolic.spatial import NUMERIC_MODULES  # noqa: F401
+
+    h = symgen.hinge(name, **kw)
+    rng = np.random.default_rng(16)
+    q = random_q(h, rng)
+    subs = [h.subhinge(i) for i in range(h.n_subhinges)]
+    assert [s.type for s in subs] == list(h.subhinge_types)
+    assert sorted(i for s in subs for i in s.q) == list(range(h.nq))
+    X, blocks = np.eye(4), []
+    for s in subs:
+        X = X @ s.hinge.numeric("transform")(q[s.q])
+    assert_close(X, h.numeric("transform")(q), 1e-13, "product of the subhinges' transforms")
+    H = h.numeric("coord_map")(q)
+    suffix = np.eye(4)
+    for s in reversed(subs):
+        R, l = suffix[:3, :3], suffix[:3, 3]
+        phiT = np.block([[R.T, np.zeros((3, 3))], [-R.T @ np.array([[0, -l[2], l[1]], [l[2], 0, -l[0]],
+                                                                     [-l[1], l[0], 0]]), R.T]])
+        if s.u:
+            assert_close(H[:, s.u], phiT @ s.hinge.numeric("coord_map")(q[s.q]), 1e-12, f"block {s.type}")
+        suffix = s.hinge.numeric("transform")(q[s.q]) @ suffix
+    with pytest.raises(IndexError):
+        h.subhinge(h.n_subhinges)

@@ -149,4 +149,4 @@ def test_header_defines_the_sizes(program, tmp_path):
                                                           text=True, check=True).stdout.split())
     assert (nq, nu, nb) == (n_movable, n_movable, n_links)
     assert p_size == 3 + nu + 6 * nb
-    assert kin == 9 + 3 + 2 * 6 * nu and mats == 6 * 36
+    assert kin == 9 + 3 + 2 * 6 * nu and mats == 7 * 36

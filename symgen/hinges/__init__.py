@@ -79,8 +79,21 @@ def hinge_type(name) -> HingeType:
 
 
 def bind(name, **params) -> HingeSpec:
-    """Bind a hinge type's parameters: ``bind("PIN", axis=(0, 1, 0))`` -> :class:`HingeSpec`."""
-    return hinge_type(name).bind(**params)
+    """Bind a hinge type's parameters: ``bind("PIN", axis=(0, 1, 0))`` -> :class:`HingeSpec`.
+
+    ``reverse=True`` (every type; Simbody's ``Direction::Reverse``) defines the hinge's motion from the
+    pnode's frame to the onode's: Q and U are the type's own, but they place and move the onode in the pnode,
+    so ``X_op(Q)`` is the inverse of the forward hinge's and its coord map is the pnode's velocity that this
+    reversed motion implies (:func:`symgen.hinges.derive.derive`)."""
+    reverse = params.pop("reverse", False)
+    if not isinstance(reverse, bool):
+        raise ValueError(f"{name}: parameter 'reverse' must be true or false, got {reverse!r}")
+    spec = hinge_type(name).bind(**params)
+    if reverse:
+        import dataclasses
+
+        spec = dataclasses.replace(spec, reversed=True, bound=tuple(spec.bound) + (("reverse", True),))
+    return spec
 
 
 def subhinge_types(name) -> tuple:

@@ -26,6 +26,7 @@ import os
 import pickle
 import tempfile
 import time
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -153,6 +154,8 @@ def derive(spec: HingeSpec) -> dict:
         for j in range(nu):
             N[spec.q_order[i], spec.u_order[j]] = N_sub[i, j]
 
+    if spec.reversed:
+        return _reversed(spec, q, u, R_op, l_op, H, N, _ortho_complement(spec, kins, H), _sanitize(spec, q_sub))
     out = {
         "q": q, "u": u,
         "transform": S.transform4(R_op, l_op),
@@ -166,6 +169,41 @@ def derive(spec: HingeSpec) -> dict:
         "sanitize": _sanitize(spec, q_sub),
     }
     return out
+
+
+def _reversed(spec, q, u, R, l, H, N, C, sanitize):
+    """The kernels of a reversed hinge (Simbody ``Direction::Reverse``) from the forward one's X = (R, l), H, N
+    and ortho complement C: Q and U move the onode in the pnode, so
+
+        X_op' = X^-1 = (R^T, -R^T l)
+        H*_p' = -[[R, 0], [l~ R, R]] H            (the pnode's velocity relative to the onode, in the pnode)
+        C'    = -phi(R, l) C                      (C'^T H' = C^T H = 0)
+
+    N and the sanitize step are the forward hinge's; d/dt H*_p' and the bias by differentiation along
+    Q_dot = N U (H' is no longer constant per subhinge); the pose gradient as for any hinge."""
+    Rt = R.T
+    A = sp.zeros(6, 6)
+    A[:3, :3], A[3:, :3], A[3:, 3:] = -R, -S.skew(l) * R, -R
+    Hr = A * H
+    Hdot = sp.zeros(6, H.shape[1])
+    qdot = N * u
+    for i in range(q.shape[0]):
+        Hdot += Hr.diff(q[i]) * qdot[i]
+    phi = sp.zeros(6, 6)
+    phi[:3, :3], phi[:3, 3:], phi[3:, 3:] = R, S.skew(l) * R, R
+    Rr, lr = Rt, -Rt * l
+    return {
+        "q": q, "u": u,
+        "transform": S.transform4(Rr, lr),
+        "coord_map": Hr,
+        "oframe_coord_map": sp.diag(Rr, Rr) * Hr,
+        "qdot_map": N,
+        "coord_map_dot": Hdot,
+        "bias": Hdot * u,
+        "pose_gradient": _pose_gradient(spec, Rr, lr, Hr, N, q),
+        "ortho_complement": -phi * C,
+        "sanitize": sanitize,
+    }
 
 
 def _anchored(kin, anchor):
@@ -467,6 +505,26 @@ class Hinge:
     def __repr__(self):
         return f"<symgen.Hinge {self.spec.label()} nQ={self.nq} nU={self.nu} subhinges={list(self.subhinge_types)}>"
 
+    def subhinge(self, i: int) -> "Subhinge":
+        """Subhinge i (onode -> pnode order; Karana's per-subhinge ``CoordBase``): its type, its kernels as a
+        one-subhinge :class:`Hinge` (``.hinge``: transform, coord map, ... in its own Q and U), and where its
+        coordinates sit in this hinge's Q and U (``.q``, ``.u``: index lists, hinge order).  The hinge's
+        transform is the product of its subhinges' in order (a reversed hinge: the inverse of that)."""
+        subs = self.spec.subhinges
+        if not -len(subs) <= i < len(subs):
+            raise IndexError(f"{self.spec.label()} has {len(subs)} subhinges, no subhinge {i}")
+        i %= len(subs)
+        q0 = sum(s.info.nq for s in subs[:i])
+        u0 = sum(s.info.nu for s in subs[:i])
+        sub = subs[i]
+        import dataclasses
+
+        spec = dataclasses.replace(self.spec, hinge_type=f"{self.spec.hinge_type}_SUBHINGE{i}", subhinges=(sub,),
+                                   q_order=tuple(range(sub.info.nq)), u_order=tuple(range(sub.info.nu)),
+                                   bound=(), reversed=False)
+        return Subhinge(sub.type, Hinge(spec), [self.spec.q_order[j] for j in range(q0, q0 + sub.info.nq)],
+                        [self.spec.u_order[j] for j in range(u0, u0 + sub.info.nu)])
+
     # ---- symbolic
     @cached_property
     def _d(self) -> dict:
@@ -548,6 +606,17 @@ class Hinge:
         """Singular values of the pframe coord map at ``q`` (rank monitoring near gimbal lock)."""
         H = self.numeric("coord_map")(self._check_q(q))
         return np.linalg.svd(H, compute_uv=False)
+
+
+@dataclass(frozen=True)
+class Subhinge:
+    """One subhinge of a :class:`Hinge` (:meth:`Hinge.subhinge`): ``type``, ``hinge`` (its kernels, a
+    one-subhinge Hinge in its own Q and U), ``q`` and ``u`` (its coordinates' indices in the hinge's Q and U)."""
+
+    type: str
+    hinge: Hinge
+    q: list
+    u: list
 
 
 def hinge(hinge_type: str, **params) -> Hinge:

@@ -71,6 +71,7 @@ class HingeSpec:
     u_order: tuple   # hinge U index of each speed in subhinge order
     params: HingeParams
     bound: tuple = field(default=())  # (name, value) pairs as the user gave them, for display
+    reversed: bool = False   # Simbody Direction::Reverse: Q and U describe the onode's motion in the pnode
 
     @property
     def nq(self) -> int:
@@ -114,6 +115,7 @@ class HingeSpec:
             "type": self.hinge_type,
             "subhinges": [s.key() for s in self.subhinges],
             "q_order": self.q_order, "u_order": self.u_order,
+            **({"reversed": True} if self.reversed else {}),
         }, sort_keys=True)
 
     def label(self) -> str:

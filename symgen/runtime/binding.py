@@ -318,14 +318,16 @@ class ModelBinding:
         (below 1e-6), else None (or without Q)."""
         if Q is None:
             return None
-        from .hinge_kernels import HingeKernels
-
         Q = np.asarray(Q, dtype=np.float64).reshape(-1, self.nq)
         info = self.manifest["hinges"][hinge]
-        if not info["u"][1] > info["u"][0]:
+        nu = info["u"][1] - info["u"][0]
+        if not nu:
             return None
-        h = HingeKernels(self, self.manifest["hinge_specs"][info["slug"]])
-        sv = np.linalg.svd(h.coord_map(Q[min(i, Q.shape[0] - 1), slice(*info["q"])]), compute_uv=False)
+        kernel = self.manifest["hinge_specs"][info["slug"]]["kernels"]["coord_map"]
+        q = np.ascontiguousarray(Q[min(i, Q.shape[0] - 1), slice(*info["q"])])
+        H = np.empty((6, nu))
+        getattr(self.lib, kernel["c_name"] + "_batch")(1, self.buf(q), self.ffi.NULL, self.ffi.NULL, self._out_buf(H))
+        sv = np.linalg.svd(H, compute_uv=False)
         rel = float(sv[-1] / sv[0]) if sv[0] > 0 else 0.0
         return rel if rel < 1e-6 else None
 
