@@ -189,7 +189,9 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
     kinds = ("T", "q", "u") if kind == "fd" else _KINDS       # forward dynamics: M^-1 (the T directions) first
     plan = []                                               # (key, kind, group) of each traced group
     for gk in kinds:
-        for g in direction_groups(bodies):
+        # forward dynamics' T directions: one group of all bodies (M^-1's base-to-tip pass is dense, so splitting
+        # them by subtree saves little and costs a copy of the M^-1 pass per group in compile time)
+        for g in ([list(bodies)] if kind == "fd" and gk == "T" else direction_groups(bodies)):
             if any(n for _, _, n in _coords(gk, g, layout)):
                 plan.append((f"{gk}{len(plan)}", gk, g))
     lane_arrays, rows, vectors = {}, {}, set()

@@ -716,7 +716,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
         {"fd": None, "id": None}
     for k, f in derivs.items():
         if f:
-            f["part"] = 7 if k == "fd" else 8              # each a translation unit of its own
+            f["part"] = DERIVATIVE_PARTS[k]                 # each a translation unit of its own
             part_lines[f["part"]] = len(f["lines"])
     forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
@@ -732,7 +732,12 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                               f"{L.mats['Dinv']}, {L.mats['psi']}, {L.mats['H']}, out);",
                               "return 0;"],
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices"]),
-            "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size}
+            "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size,
+            "derivative_parts": sorted(DERIVATIVE_PARTS.values())}
+
+
+#: the translation units (SG_PART) of the derivative functions; the other parts never read a derivative kernel
+DERIVATIVE_PARTS = {"fd": 7, "id": 8}
 
 
 def _emit_derivatives(bodies, L, layout, slugs, straight: bool) -> dict:

@@ -218,6 +218,54 @@ def _link_command(cc) -> list:
     return [*cc, *extra]
 
 
+def _object_key(cmd, src: Path) -> str | None:
+    """The cache key of one object: the translation unit as the compiler sees it (``-E -P``: every include
+    expanded, this part's ``#if``s resolved), the command without its paths and the compiler's version; None
+    when the preprocessor fails (the compile then reports the error)."""
+    pre = [a for a in cmd if a not in ("-c",)]
+    out_at = pre.index("-o")
+    pre = pre[:out_at] + pre[out_at + 2:] + ["-E", "-P"]
+    res = subprocess.run(pre, capture_output=True, cwd=src)
+    if res.returncode != 0:
+        return None
+    h = hashlib.sha256(res.stdout)
+    # the -D options act through the preprocessed text; the rest (optimization, warnings) and the compiler count
+    h.update(json.dumps([a for a in cmd if not a.startswith(("-I", "-o", "-D", str(src)))]
+                        + [compiler_version(cmd[:1])]).encode())
+    return h.hexdigest()[:32]
+
+
+def _cached_object(cmd, src: Path, obj: Path):
+    """Copy a compiled object of the same preprocessed translation unit and flags from the cache into ``obj``
+    (a derivative module shares the value module's parts; a rebuild shares its unchanged parts); None on a
+    miss.  The key is kept on ``obj`` for :func:`_keep_object`."""
+    key = _object_key(cmd, src)
+    _OBJECT_KEYS[str(obj)] = key
+    if key is None:
+        return None
+    hit = cache_dir() / "objects" / f"{key}.o"
+    if not hit.exists():
+        return None
+    shutil.copyfile(hit, obj)
+    return obj
+
+
+def _keep_object(cmd, src: Path, obj: Path) -> None:
+    """Store a freshly compiled object under its key (written aside, then renamed: readers never see half)."""
+    key = _OBJECT_KEYS.pop(str(obj), None)
+    if key is None:
+        return
+    d = cache_dir() / "objects"
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".{key}.{os.getpid()}.tmp"
+    shutil.copyfile(obj, tmp)
+    os.replace(tmp, d / f"{key}.o")
+
+
+#: the object cache key of each object being compiled (compile_one -> _keep_object)
+_OBJECT_KEYS: dict = {}
+
+
 def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wrapper: Path) -> list:
     """Strict-check every translation unit and compile it to an object (``-DSG_PART=k`` once per part when
     there are several), and the cffi wrapper ``wrapper``, as parallel compiler processes, one per core.
@@ -240,7 +288,10 @@ def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wra
         cmd = [*cc, *flags, "-std=c99", "-fPIC", "-c", str(src / f), "-o", str(obj), f"-I{src}"]
         if k is not None:
             cmd += [f"-DSG_PART={k}", *quiet]
-        run(cmd, f)
+        cached = _cached_object(cmd, src, obj)
+        if cached is None:
+            run(cmd, f)
+            _keep_object(cmd, src, obj)
         return obj
 
     def compile_wrapper():
