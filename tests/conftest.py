@@ -7,10 +7,21 @@ import pytest
 TIMINGS: dict = {}
 
 
+def _run_dir(tmp_path_factory, name):
+    """A directory of this test run: the session's own, or with pytest-xdist (pyproject's ``-n 2``: one worker
+    per core) one directory that every worker of the run shares, so that each model is still generated and
+    compiled once per run (the build cache's locks keep two workers from building one model twice)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        d = tmp_path_factory.getbasetemp().parent / name
+        d.mkdir(exist_ok=True)
+        return d
+    return tmp_path_factory.mktemp(name)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def isolated_cache(tmp_path_factory):
-    """Each test session derives into its own empty cache (so the cold timing is real)."""
-    d = tmp_path_factory.mktemp("symgen-cache")
+    """Each test run derives into its own empty cache (so the cold timing is real)."""
+    d = _run_dir(tmp_path_factory, "symgen-cache")
     old = os.environ.get("SYMGEN_CACHE_DIR")
     os.environ["SYMGEN_CACHE_DIR"] = str(d)
     from symgen.hinges import derive
@@ -38,11 +49,14 @@ def urdf_robots(tmp_path_factory):
     is generated and compiled once per session, whichever files use it."""
     from model_factory import random_urdf
 
-    d = tmp_path_factory.mktemp("urdf-robots")
+    d = _run_dir(tmp_path_factory, "urdf-robots")
     root = Path(__file__).resolve().parents[1]
-    (d / "arm7.urdf").write_text((root / "examples" / "models" / "arm7.urdf").read_text())
-    for seed in RANDOM_URDF_SEEDS:
-        (d / f"rand{seed}.urdf").write_text(random_urdf(seed, 10))
+    files = {"arm7.urdf": (root / "examples" / "models" / "arm7.urdf").read_text()}
+    files.update({f"rand{seed}.urdf": random_urdf(seed, 10) for seed in RANDOM_URDF_SEEDS})
+    for name, text in files.items():        # written aside, then renamed: a worker never reads half a file
+        tmp = d / f".{name}.{os.getpid()}"
+        tmp.write_text(text)
+        os.replace(tmp, d / name)
     return d
 
 
