@@ -156,19 +156,25 @@ def derive(spec: HingeSpec) -> dict:
 
     if spec.reversed:
         return _reversed(spec, q, u, R_op, l_op, H, N, _ortho_complement(spec, kins, H), _sanitize(spec, q_sub))
-    out = {
+    return _kernels(spec, q, u, R_op, l_op, H, N, Hdot, bias, _ortho_complement(spec, kins, H),
+                    _sanitize(spec, q_sub))
+
+
+def _kernels(spec, q, u, R, l, H, N, Hdot, bias, C, sanitize) -> dict:
+    """The derivation's result (:data:`KERNELS` and the symbols) from X_op = (R, l), H*_p, N, its derivative,
+    the bias, the ortho complement and the sanitize step."""
+    return {
         "q": q, "u": u,
-        "transform": S.transform4(R_op, l_op),
+        "transform": S.transform4(R, l),
         "coord_map": H,
-        "oframe_coord_map": sp.diag(R_op, R_op) * H,
+        "oframe_coord_map": sp.diag(R, R) * H,
         "qdot_map": N,
         "coord_map_dot": Hdot,
         "bias": bias,
-        "pose_gradient": _pose_gradient(spec, R_op, l_op, H, N, q),
-        "ortho_complement": _ortho_complement(spec, kins, H),
-        "sanitize": _sanitize(spec, q_sub),
+        "pose_gradient": _pose_gradient(spec, R, l, H, N, q),
+        "ortho_complement": C,
+        "sanitize": sanitize,
     }
-    return out
 
 
 def _reversed(spec, q, u, R, l, H, N, C, sanitize):
@@ -191,19 +197,7 @@ def _reversed(spec, q, u, R, l, H, N, C, sanitize):
         Hdot += Hr.diff(q[i]) * qdot[i]
     phi = sp.zeros(6, 6)
     phi[:3, :3], phi[:3, 3:], phi[3:, 3:] = R, S.skew(l) * R, R
-    Rr, lr = Rt, -Rt * l
-    return {
-        "q": q, "u": u,
-        "transform": S.transform4(Rr, lr),
-        "coord_map": Hr,
-        "oframe_coord_map": sp.diag(Rr, Rr) * Hr,
-        "qdot_map": N,
-        "coord_map_dot": Hdot,
-        "bias": Hdot * u,
-        "pose_gradient": _pose_gradient(spec, Rr, lr, Hr, N, q),
-        "ortho_complement": -phi * C,
-        "sanitize": sanitize,
-    }
+    return _kernels(spec, q, u, Rt, -Rt * l, Hr, N, Hdot, Hdot * u, -phi * C, sanitize)
 
 
 def _anchored(kin, anchor):

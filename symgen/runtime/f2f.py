@@ -44,6 +44,14 @@ def _vee(W):
     return np.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], axis=-1)
 
 
+def _unit_speeds(n, nu):
+    """(j, U = e_j for each of n states) for j in 0..nU-1."""
+    for j in range(nu):
+        e = np.zeros((n, nu))
+        e[:, j] = 1.0
+        yield j, e
+
+
 def _mv(A, x):
     """A x for stacks of matrices and vectors."""
     return np.einsum("nij,nj->ni", A, x)
@@ -241,6 +249,14 @@ class FrameToFrame:
         raise ValueError(f"{self}: {sub} is at neither end of the path (its oframe must be {self.oframe!r} or its "
                          f"pframe {self.pframe!r})")
 
+    def _segments(self, sub, other):
+        """(sub at the start, f2f o -> b, f2f b -> p) for a sub-path at either end and the rest (None: found)."""
+        first, seg = self._split(sub)
+        other = other if other is not None else seg
+        ob, bp = (sub, other) if first else (other, sub)
+        ob, bp = (x if isinstance(x, FrameToFrame) else FrameToFrame(self.model, *x) for x in (ob, bp))
+        return first, ob, bp
+
     def solve_transform(self, q, sub, X) -> np.ndarray:
         """The transform ``sub`` (an f2f at either end of this path: o -> b or b -> p) must have for this f2f's
         ``rel_transform`` to be X (4 x 4), the rest of the path as it is at q (Karana solveTransform)."""
@@ -253,10 +269,7 @@ class FrameToFrame:
         """The relative velocity ``sub`` must have for this f2f's ``rel_sp_vel`` to be V, the rest of the path
         (``other``; None: found from the path) moving as at (q, u) (Karana solveSpVel).  With o -> b -> p:
         ``V(o,p) = [w(o,b) + R w(b,p); v(o,b) + w(o,b) x R l(b,p) + R v(b,p)]``, R = R_ob."""
-        first, seg = self._split(sub)
-        other = other if other is not None else seg
-        ob, bp = (sub, other) if first else (other, sub)
-        ob, bp = (x if isinstance(x, FrameToFrame) else FrameToFrame(self.model, *x) for x in (ob, bp))
+        first, ob, bp = self._segments(sub, other)
         single, R, _, w_ob, v_ob = ob._vel(q, u)
         _, _, l_bp, w_bp, v_bp = bp._vel(q, u)
         V = self._vec(single, V)
@@ -274,10 +287,7 @@ class FrameToFrame:
         path (``other``; None: found from the path) accelerating as at (q, u, udot) and the Coriolis term taken
         with the velocities at (q, u) (Karana solveSpAccel).  With o -> b -> p, R = R_ob, L = R l(b,p):
         ``A(o,p) = [dw(o,b) + R dw(b,p); a(o,b) + dw(o,b) x L + R a(b,p)] + coriolis_accel_oop``."""
-        first, seg = self._split(sub)
-        other = other if other is not None else seg
-        ob, bp = (sub, other) if first else (other, sub)
-        ob, bp = (x if isinstance(x, FrameToFrame) else FrameToFrame(self.model, *x) for x in (ob, bp))
+        first, ob, bp = self._segments(sub, other)
         single, R, _, _, _ = ob._vel(q, u)
         _, _, l_bp, _, _ = bp._vel(q, u)
         cor = self._vec(single, ob.coriolis_accel_oop(q, u, self.pframe))
@@ -353,9 +363,7 @@ class FrameToFrame:
         m, b = self.model, self._b
         single, Q, _ = b.states(q)
         J = np.empty((Q.shape[0], 6, m.nu))
-        for j in range(m.nu):
-            e = np.zeros((Q.shape[0], m.nu))
-            e[:, j] = 1.0
+        for j, e in _unit_speeds(Q.shape[0], m.nu):
             J[:, :, j] = np.asarray(self.rel_sp_vel_num_diff(Q, e, h)).reshape(-1, 6)
         return b.unbatch(single, J)
 
@@ -364,9 +372,7 @@ class FrameToFrame:
         m, b = self.model, self._b
         single, Q, _ = b.states(q)
         G = np.empty((Q.shape[0], 6, m.nu))
-        for j in range(m.nu):
-            e = np.zeros((Q.shape[0], m.nu))
-            e[:, j] = 1.0
+        for j, e in _unit_speeds(Q.shape[0], m.nu):
             qp, qm = self._along(Q, m.qdot(Q, e), h)
             Tp, Tm = self.rel_transform(qp), self.rel_transform(qm)
             for i in range(Q.shape[0]):
