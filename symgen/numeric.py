@@ -46,6 +46,16 @@ def np_skew(v):
     return np.stack([np.stack([o, -z, y], -1), np.stack([z, o, -x], -1), np.stack([-y, x, o], -1)], -2)
 
 
+def np_phi(R, l):
+    """(..., 6, 6) phi(A, B) = [[R, l~ R], [0, R]] of X_AB = (R, l), batched: moves B's spatial forces to A."""
+    R = np.asarray(R, dtype=float)
+    out = np.zeros(R.shape[:-2] + (6, 6))
+    out[..., :3, :3] = R
+    out[..., :3, 3:] = np_skew(l) @ R
+    out[..., 3:, 3:] = R
+    return out
+
+
 def np_quat_to_matrix(q):
     q = np.asarray(q, dtype=float)
     v = np_skew(q[..., :3])

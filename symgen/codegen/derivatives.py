@@ -33,8 +33,8 @@ _KINDS = ("q", "u", "T")
 
 
 class _RowsIO:
-    """:class:`symgen.algorithms.soa.ArrayIO` writing rows of ``array``: ``array[i]`` (lane l: ``array[l * nU + i]``),
-    and reading the seeds of ``kind`` under the group's names (through ``tangent_of``; the values read ``u``, ``p``)."""
+    """:class:`symgen.algorithms.soa.ArrayIO` writing a group's outputs to ``array[i]`` (a row array: lane l at
+    ``array[l * nU + i]``; a vector array: one vector per i)."""
 
     def __init__(self, io, array):
         self._io, self._array = io, array
@@ -177,8 +177,9 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
 
     The directions come in groups (:func:`direction_groups`) of one kind each (Q, U, then T or Udot), each
     group traced with only its own seeds, so that what is zero for it folds: a U direction moves no transform,
-    a T direction none of Newton-Euler, a leg's directions nothing of the other legs.  Forward dynamics runs the
-    groups' Newton-Euler tangents r = dT - dRNEA into ``out``, then M^-1 r for all directions at once."""
+    a T direction none of Newton-Euler, a leg's directions nothing of the other legs.  Forward dynamics runs its
+    T group first (M^-1 into out's third block, by the M^-1 pass), then each Q and U group's Newton-Euler tangents
+    r = dT - dRNEA times that M^-1."""
     from ..algorithms import soa
     from ..ir.dual import DualTape
     from ..ir.tape import Tape
@@ -254,8 +255,8 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
 
 def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=None):
     """The C block of one group: its directions SG_DW at a time, the seeds, its lane statements, its rows into out.
-    ``times_minv``: the rows where the group's r (its lanes' rows) can be nonzero, when out's row is M^-1 r with
-    the M^-1 that out's third block already holds (forward dynamics: symmetric, so its row k is its column k)."""
+    ``times_minv``: the rows where the group's r (one vector per row) can be nonzero, when the group's result is
+    M^-1 r with the M^-1 that out's third block already holds (forward dynamics)."""
     coords = list(_coords(gk, g, layout))
     names = ", ".join(f"'{b.name}'" for b in g)
     if gk == "q":                        # tangent: the U of the group's bodies (Qdot = N e_j); else each Q_i

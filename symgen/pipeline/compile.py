@@ -25,6 +25,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -235,35 +236,25 @@ def _object_key(cmd, src: Path) -> str | None:
     return h.hexdigest()[:32]
 
 
-def _cached_object(cmd, src: Path, obj: Path):
-    """Copy a compiled object of the same preprocessed translation unit and flags from the cache into ``obj``
-    (a derivative module shares the value module's parts; a rebuild shares its unchanged parts); None on a
-    miss.  The key is kept on ``obj`` for :func:`_keep_object`."""
-    key = _object_key(cmd, src)
-    _OBJECT_KEYS[str(obj)] = key
-    if key is None:
-        return None
-    hit = cache_dir() / "objects" / f"{key}.o"
-    if not hit.exists():
-        return None
+def _object_from_cache(key, obj: Path) -> bool:
+    """Copy the cached object of ``key`` (:func:`_object_key`) into ``obj``; False on a miss (or no key).  A
+    derivative module shares its value parts with the value module; a rebuild shares its unchanged parts."""
+    hit = cache_dir() / "objects" / f"{key}.o" if key else None
+    if hit is None or not hit.exists():
+        return False
     shutil.copyfile(hit, obj)
-    return obj
+    return True
 
 
-def _keep_object(cmd, src: Path, obj: Path) -> None:
+def _object_to_cache(key, obj: Path) -> None:
     """Store a freshly compiled object under its key (written aside, then renamed: readers never see half)."""
-    key = _OBJECT_KEYS.pop(str(obj), None)
-    if key is None:
+    if not key:
         return
     d = cache_dir() / "objects"
     d.mkdir(parents=True, exist_ok=True)
-    tmp = d / f".{key}.{os.getpid()}.tmp"
+    tmp = d / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
     shutil.copyfile(obj, tmp)
     os.replace(tmp, d / f"{key}.o")
-
-
-#: the object cache key of each object being compiled (compile_one -> _keep_object)
-_OBJECT_KEYS: dict = {}
 
 
 def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wrapper: Path) -> list:
@@ -288,10 +279,10 @@ def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wra
         cmd = [*cc, *flags, "-std=c99", "-fPIC", "-c", str(src / f), "-o", str(obj), f"-I{src}"]
         if k is not None:
             cmd += [f"-DSG_PART={k}", *quiet]
-        cached = _cached_object(cmd, src, obj)
-        if cached is None:
+        key = _object_key(cmd, src)
+        if not _object_from_cache(key, obj):
             run(cmd, f)
-            _keep_object(cmd, src, obj)
+            _object_to_cache(key, obj)
         return obj
 
     def compile_wrapper():

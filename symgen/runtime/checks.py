@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..numeric import np_phi
+
 #: D counts as singular below this fraction of the model's largest body inertia (rounding of zeros)
 SINGULAR_RTOL = 1e-12
 
@@ -46,11 +48,17 @@ def spatial_inertias(bodies) -> np.ndarray:
 
 
 def phi(R, l) -> np.ndarray:
-    """(..., 6, 6) phi(A, B) = [[R, l~ R], [0, R]] of X_AB = (R, l), batched."""
-    out = np.zeros(R.shape[:-2] + (6, 6))
-    out[..., :3, :3] = R
-    out[..., :3, 3:] = _skew(l) @ R
-    out[..., 3:, 3:] = R
+    """(..., 6, 6) phi(A, B) = [[R, l~ R], [0, R]] of X_AB = (R, l), batched (:func:`symgen.numeric.np_phi`)."""
+    return np_phi(R, l)
+
+
+def _children(bodies) -> list:
+    """Each body's children (indices, ascending), from the manifest's bodies."""
+    index = {b["name"]: k for k, b in enumerate(bodies)}
+    out = [[] for _ in bodies]
+    for k, b in enumerate(bodies):
+        if b["parent"] in index:
+            out[index[b["parent"]]].append(k)
     return out
 
 
@@ -110,11 +118,7 @@ def singular_hinges(mb, n_states: int = 3, seed: int = 0) -> list:
         if j >= 0:
             F = Phi[:, k]
             Ic[:, j] += F @ Ic[:, k] @ np.swapaxes(F, -1, -2)
-    found = []
-    children = [[] for _ in range(nb)]
-    for k in range(nb):
-        if parent[k] >= 0:
-            children[parent[k]].append(k)
+    found, children = [], _children(bodies)
     for k, b in enumerate(bodies):
         h = man["hinges"][b["hinge"]]
         u0, u1 = h["u"]
@@ -161,11 +165,7 @@ def ill_conditioned_hinges(mb, skip=(), n_states: int = 3, seed: int = 0) -> lis
     states = [("the neutral configuration", mb.neutral_q())]
     states += [("a random configuration", q) for q in mb.sanitize(rng.uniform(-2.0, 2.0, (n_states, mb.nq)))]
     b, B = mb.binding, mb.layout.mats
-    found, children = {}, [[] for _ in range(nb)]
-    index = {x["name"]: k for k, x in enumerate(bodies)}
-    for k, x in enumerate(bodies):
-        if x["parent"] in index:
-            children[index[x["parent"]]].append(k)
+    found, children = {}, _children(bodies)
     for where, q in states:
         Q = np.ascontiguousarray(q, dtype=np.float64).reshape(1, -1)
         U = np.zeros((1, mb.nu))

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numeric import np_jr_inv, np_rotation_log, np_skew
+from ..numeric import np_jr_inv, np_phi, np_rotation_log, np_skew
 
 FD_STEP = 1e-6
 
@@ -193,10 +193,7 @@ class FrameToFrame:
     def phi(self, q) -> np.ndarray:
         """phi(o, p) = [[R, l~ R], [0, R]] (6 x 6): moves p's spatial forces to o."""
         single, _, _, R, l, *_ = self._data(q)
-        P = np.zeros((R.shape[0], 6, 6))
-        P[:, :3, :3] = P[:, 3:, 3:] = R
-        P[:, :3, 3:] = np_skew(l) @ R
-        return self._b.unbatch(single, P)
+        return self._b.unbatch(single, np_phi(R, l))
 
     def phi_dot(self, q, u) -> np.ndarray:
         """d/dt phi(o, p) (Karana phiDotMatrix): ``[[w~ R, (v~ + l~ w~) R], [0, w~ R]]``, equal to

@@ -25,7 +25,7 @@ from . import integrate as _integrate
 from . import loops as _loops
 from .binding import FrameHandle, ModelBinding
 from .f2f import FrameToFrame
-from ..numeric import np_skew
+from ..numeric import np_phi
 from . import derivatives as _derivs
 from .hinge_kernels import HingeKernels, load_generated
 
@@ -448,9 +448,7 @@ class MultibodyModel:
                                    36 * self.nb)
         b.check_status(status, "upsilon", Q)
         Y = out.reshape(-1, self.nb, 6, 6)[:, body]
-        phi = np.zeros((6, 6))
-        phi[:3, :3] = phi[3:, 3:] = R
-        phi[:3, 3:] = np_skew(l) @ R
+        phi = np_phi(R, l)
         return b.unbatch(single, phi.T @ Y @ phi)
 
     # ---- closed chains (symgen.runtime.loops)
