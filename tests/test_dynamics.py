@@ -468,3 +468,82 @@ def test_reversed_mobilizers_are_the_mechanism_written_forward():
         Tm = np.eye(rev.nu)
         Tm[ud_, ud_] = -R                                          # U* = Tm U
         assert_close(rev.mass_matrix(q), Tm.T @ fwd.mass_matrix(qs) @ Tm, 1e-10, "M")
+
+def _sv(m):
+    return np.r_[m.angular, m.linear]
+
+
+def test_atbi_filter_vectors_against_pinocchio(robot):
+    """The filter vectors at every hinge, against Pinocchio's Newton-Euler (``rnea`` with f_ext at the FD
+    accelerations): the force across the hinge is ``f = P+ alpha+ + z+`` (Jain; P+ = tauper P, alpha+ =
+    phi^T alpha(parent), gravity as the newtonian's acceleration: Pinocchio's ``a_gf``), ``Udot = nu -
+    G^T alpha+``; and the identities ``z = z+ - G eps``, ``eps = T - H^T z``, ``nu = D^-1 eps`` (1e-10
+    relative); a batch equals its states (1e-14)."""
+    mb, pm, floating = robot
+    pm.gravity.linear = np.asarray(mb.gravity, float)        # the fixture's model is shared: other tests set it
+    pd = pm.createData()
+    rng = np.random.default_rng(31)
+    q = mb.sanitize(rng.uniform(-2.0, 2.0, mb.nq))
+    v, T, F = rng.normal(size=pm.nv), rng.normal(size=mb.nu), rng.normal(size=(mb.nb, 6))
+    body_of = {b["hinge"]: b["name"] for b in mb.manifest["bodies"]}
+    index = {n: k for k, n in enumerate(mb.body_names)}
+    jointed = [index[body_of[pm.names[j]]] for j in range(1, pm.njoints)]
+    F[[k for k in range(mb.nb) if k not in jointed]] = 0.0     # Pinocchio merges the welded bodies: no force there
+    Tm = u_map(mb, pm, q, floating)
+    u = Tm @ v
+    udot = mb.forward_dynamics(q, u, T, f_ext=F)
+    corr = np.zeros(mb.nu)                  # u = T v: udot = T a + T_dot v (T_dot: the free flyer's R [w]x)
+    if floating:
+        s = mb.u_slice("root_joint").start
+        corr[s:s + 3] = mb.frame_pose(q, mb.body_names[0])[:3, :3] @ np.cross(v[3:6], v[:3])
+    a = np.linalg.solve(Tm, udot - corr)
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for j in range(1, pm.njoints):
+        fext[j] = pin.Force(F[index[body_of[pm.names[j]]], 3:], F[index[body_of[pm.names[j]]], :3])
+    pin.rnea(pm, pd, to_pin_q(mb, pm, q), v, a, fext)
+    for j in range(1, pm.njoints):
+        body, su = body_of[pm.names[j]], mb.u_slice(pm.names[j])
+        fv, m = mb.atbi_filter_vectors(q, u, T, body, f_ext=F), mb.atbi_matrices(q, body)
+        ap = _sv(pd.liMi[j].actInv(pd.a_gf[pm.parents[j]]))
+        f = _sv(pd.f[j])
+        assert_close(m["tauper"] @ m["P"] @ ap + fv["zplus"], f, 1e-10, f"{body}: f = P+ alpha+ + z+")
+        assert_close(fv["nu"] - m["G"].T @ ap, udot[su], 1e-10, f"{body}: Udot = nu - G^T alpha+")
+        assert_close(fv["z"], fv["zplus"] - m["G"] @ fv["eps"], 1e-10, f"{body}: z = z+ - G eps")
+        assert_close(fv["eps"], T[su] - m["H"].T @ fv["z"], 1e-10, f"{body}: eps = T - H^T z")
+        assert_close(fv["nu"], m["Dinv"] @ fv["eps"], 1e-10, f"{body}: nu = D^-1 eps")
+    Q = np.stack([q, mb.sanitize(rng.uniform(-2.0, 2.0, mb.nq))])
+    U, TT = np.stack([u, -u]), np.stack([T, 2 * T])
+    fb = mb.atbi_filter_vectors(Q, U, TT, body)
+    for i in range(2):
+        one = mb.atbi_filter_vectors(Q[i], U[i], TT[i], body)
+        for k in one:
+            assert_close(fb[k][i], one[k], 1e-14, f"batch {k}")
+
+
+def test_atbi_filter_vectors_on_random_trees(tree):
+    """Every hinge type: ``Udot = nu - G^T alpha+`` with alpha+ = phi^T(parent, body) alpha(parent), the parent's
+    acceleration from its Jacobian (J Udot + Jdot U, plus gravity as [0; -R^T g]); and the identities
+    z = z+ - G eps, eps = T - H^T z, nu = D^-1 eps (1e-10 relative)."""
+    rng = np.random.default_rng(32)
+    q, u = _state(tree, rng)
+    T, F = rng.normal(size=tree.nu), rng.normal(size=(tree.nb, 6))
+    g = np.array([0.3, -0.2, -9.81])
+    udot = tree.forward_dynamics(q, u, T, f_ext=F, gravity=g)
+    for b in tree.manifest["bodies"]:
+        body, su = b["name"], tree.u_slice(b["hinge"])
+        fv = tree.atbi_filter_vectors(q, u, T, body, f_ext=F, gravity=g)
+        m = tree.atbi_matrices(q, body)
+        X = tree.frame_pose(q, body)
+        if b["parent"] == "newtonian":
+            alpha_p = np.r_[np.zeros(3), -g]
+        else:
+            Xp = tree.frame_pose(q, b["parent"])
+            alpha_p = tree.jacobian(q, b["parent"]) @ udot + tree.jacobian_dot(q, u, b["parent"]) @ u
+            alpha_p[3:] -= Xp[:3, :3].T @ g
+            X = np.linalg.solve(Xp, X)
+        R, l = X[:3, :3], X[:3, 3]
+        ap = np.r_[R.T @ alpha_p[:3], R.T @ (alpha_p[3:] + np.cross(alpha_p[:3], l))]
+        assert_close(fv["nu"] - m["G"].T @ ap, udot[su], 1e-10, f"{body}: Udot = nu - G^T alpha+")
+        assert_close(fv["z"], fv["zplus"] - m["G"] @ fv["eps"], 1e-10, f"{body}: z = z+ - G eps")
+        assert_close(fv["eps"], T[su] - m["H"].T @ fv["z"], 1e-10, f"{body}: eps = T - H^T z")
+        assert_close(fv["nu"], m["Dinv"] @ fv["eps"], 1e-10, f"{body}: nu = D^-1 eps")

@@ -103,7 +103,7 @@ def test_per_kind_form_agrees_with_pinocchio(robot, floating, urdf_robots):
 
 def test_one_form_per_entry_point():
     """A model carries one form of FD, ID and M: the bundled arm7 (under the size limits) the straight-line
-    form only (of the per-kind steps just the joint and the velocity-free tip-to-base step of atbi_matrices),
+    form only (of the per-kind steps just the kinematics and the tip-to-base step of atbi_matrices),
     and built with
     form="per_kind" that form only; the forms are in the manifest and on the model."""
     from symgen.model import load_model
@@ -118,8 +118,8 @@ def test_one_form_per_entry_point():
                    "int sg_arm7_atbi_matrices("):
             assert c.count(fn) == 1, fn
         steps = {s for s in ("velocities", "atbi_tip", "atbi_base", "rnea_base", "rnea_tip", "joint", "crba_tip",
-                             "crba_walk", "atbi_mats") if f"sg_arm7_{s}_0(" in c}
-        assert steps == ({"joint", "atbi_mats"} if form == "auto" else
+                             "crba_walk") if f"sg_arm7_{s}_0(" in c}
+        assert steps == ({"velocities", "atbi_tip"} if form == "auto" else
                          {"velocities", "atbi_tip", "atbi_base", "rnea_base", "rnea_tip", "joint", "crba_tip",
                           "crba_walk"}), steps
         assert "_loop(" not in c

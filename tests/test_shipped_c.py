@@ -133,7 +133,8 @@ def test_example_accelerations_match_pinocchio(program):
 
 def test_header_defines_the_sizes(program, tmp_path):
     """arm7.h's size macros, printed by a C program, against the URDF read with ElementTree (7 movable joints,
-    no quaternions: nQ = nU = 7; one body per link) and the layout of p (g, T, f_ext per body)."""
+    no quaternions: nQ = nU = 7; one body per link), the layout of p (g, T, f_ext per body) and the blocks of
+    atbi_matrices (P, D, Dinv, G, tauper, psi, H in 36 each; z, z+, eps, nu in 6 each)."""
     import xml.etree.ElementTree as ET
 
     robot = ET.parse(URDF).getroot()
@@ -149,4 +150,4 @@ def test_header_defines_the_sizes(program, tmp_path):
                                                           text=True, check=True).stdout.split())
     assert (nq, nu, nb) == (n_movable, n_movable, n_links)
     assert p_size == 3 + nu + 6 * nb
-    assert kin == 9 + 3 + 2 * 6 * nu and mats == 7 * 36
+    assert kin == 9 + 3 + 2 * 6 * nu and mats == 7 * 36 + 4 * 6     # 7 matrices, 4 filter vectors

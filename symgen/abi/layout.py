@@ -15,7 +15,9 @@ Arrays (per state; a batch puts states back to back):
 * ``kinematics`` output, per body (:attr:`ModelLayout.kinematics`): ``[R (9), p (3), J (6 x nU), Jdot (6 x nU)]``.
 * ``poses`` output, per body (:attr:`ModelLayout.poses`): ``[R (9), p (3)]``.
 * ``atbi_matrices`` output, per body (:attr:`ModelLayout.mats`): seven blocks of 36,
-  ``P, D, Dinv, G, tauper, psi, H`` (D, Dinv nU_h x nU_h, G and H 6 x nU_h, row-major, at the block start).
+  ``P, D, Dinv, G, tauper, psi, H`` (D, Dinv nU_h x nU_h, G and H 6 x nU_h, row-major, at the block start),
+  then the ATBI filter vectors ``z, z+`` (6 each) and ``eps, nu`` (nU_h each, in blocks of 6) of the state's
+  U, T (``p``'s tau), f_ext and gravity.
 * ``upsilon`` output, per body: Upsilon = J M^-1 J^T of the body frame (36, row-major).
 * the per-kind form's per-body constants (:attr:`ModelLayout.body_const`) and per-body workspace
   (:attr:`ModelLayout.workspace`), which stay inside the C.
@@ -76,7 +78,8 @@ class ModelLayout:
             b["offset"], o = o, o + b["size"]
         self.kinematics = Record(("R", 9), ("p", 3), ("J", 6 * nu), ("Jdot", 6 * nu))
         self.poses = Record(("R", 9), ("p", 3))
-        self.mats = Record(("P", 36), ("D", 36), ("Dinv", 36), ("G", 36), ("tauper", 36), ("psi", 36), ("H", 36))
+        self.mats = Record(("P", 36), ("D", 36), ("Dinv", 36), ("G", 36), ("tauper", 36), ("psi", 36), ("H", 36),
+                           ("z", 6), ("zplus", 6), ("eps", 6), ("nu", 6))
         #: per-kind form, per body: inertia (m, h = m c, J about the body origin: xx xy xz yy yz zz), the onode's
         #: and the inverse pnode's pose (R 9, l 3), the armature of each hinge U
         self.body_const = Record(("m", 1), ("h", 3), ("J", 6), ("on", 12), ("pinv", 12), ("arm", m))
@@ -127,4 +130,5 @@ class ModelLayout:
                 f"#define {P}_P_SIZE {self.params.size}  /* p of the dynamics: g (3), T or Udot (nU), f_ext (6 per body)"
                 + (f", theta ({self.params.size - self.params['theta']}) */" if self.theta_blocks else " */"),
                 f"#define {P}_KINEMATICS_BLOCK {self.kinematics.size}  /* per body: R (9), p (3), J, Jdot (6 x nU each) */",
-                f"#define {P}_MATS_BLOCK {self.mats.size}  /* per body: P, D, Dinv, G, tauper, psi, H (36 each) */"]
+                f"#define {P}_MATS_BLOCK {self.mats.size}  /* per body: P, D, Dinv, G, tauper, psi, H (36 each), "
+                f"z, z+, eps, nu (6 each) */"]

@@ -390,8 +390,8 @@ def atbi_tip(T, b: BodyInfo, K, P_children, z_children, T_h, f_ext):
         D = H^T P H + A,  G = P H D^-1,  eps = T - H^T z,  nu = D^-1 eps
         P+ = P - G (P H)^T  (= tauper P),   z+ = z + G eps
 
-    Returns (step, push): step = {P, D, Dinv, G, PH, eps, nu}; push = (phi P+ phi^T, phi z+) for the
-    parent, None at a root."""
+    Returns (step, push): step = {P, D, Dinv, G, PH, z, eps, nu, and z+ below a root}; push = (phi P+ phi^T,
+    phi z+) for the parent, None at a root."""
     t, H, n = b.tag, K["H"], b.nu
     P = _accumulate(T, b.M, P_children)
     P = [[T.name(P[i][j], f"P{t}_{min(i, j)}{max(i, j)}") for j in range(6)] for i in range(6)]
@@ -406,10 +406,10 @@ def atbi_tip(T, b: BodyInfo, K, P_children, z_children, T_h, f_ext):
          for i in range(6)]                                                     # G = P H D^-1 (6 x nU)
     eps = [T.name(T.add(T_h[c], T.neg(_dot(T, H[c], z))), f"eps{t}_{c}") for c in range(n)]
     nu = [T.name(_dot(T, Dinv[c], eps), f"nu{t}_{c}") for c in range(n)]
-    step = {"P": P, "D": D, "Dinv": Dinv, "G": G, "PH": PH, "eps": eps, "nu": nu}
+    step = {"P": P, "D": D, "Dinv": Dinv, "G": G, "PH": PH, "z": z, "eps": eps, "nu": nu}
     if b.root:
         return step, None
-    zplus = [T_h[known[i]] if i in known else _dot(T, G[i], eps, z[i]) for i in range(6)]
+    zplus = step["zplus"] = [T_h[known[i]] if i in known else _dot(T, G[i], eps, z[i]) for i in range(6)]
     Pplus = [[None] * 6 for _ in range(6)]
     for i in range(6):
         for j in range(i, 6):
@@ -435,17 +435,19 @@ def atbi_base(T, b: BodyInfo, K, step, alpha_parent):
 
 
 def atbi_matrices(T, b: BodyInfo, K, step) -> list:
-    """The 252 numbers ``atbi_matrices`` reads back: P, D, Dinv, G (each in a block of 36, row-major,
+    """The 276 numbers ``atbi_matrices`` reads back: P, D, Dinv, G (each in a block of 36, row-major,
     D and Dinv nU x nU, G 6 x nU), tauper = I - G H^T, psi = phi tauper and H (6 x nU, the coord map at the
-    body frame)."""
-    n, G, H = b.nu, step["G"], K["H"]
+    body frame); then the filter vectors z, z+ = z + G eps (6 each), eps and nu (nU each, in blocks of 6)."""
+    n, G, H, z, eps = b.nu, step["G"], K["H"], step["z"], step["eps"]
+    zplus = step.get("zplus") or [_dot(T, G[i], eps, z[i]) for i in range(6)]
     tau = [[T.dot([(-1.0, T.mul(G[i][c], H[c][j])) for c in range(n)], 1.0 if i == j else 0.0)
             for j in range(6)] for i in range(6)]
     psi = list(zip(*[phi(T, K["R"], K["l"], [tau[i][j] for i in range(6)]) for j in range(6)]))
     pad = lambda xs: list(xs) + [0.0] * (36 - len(xs))  # noqa: E731
     flat = lambda A: [x for row in A for x in row]  # noqa: E731
     return (flat(step["P"]) + pad(flat(step["D"])) + pad(flat(step["Dinv"])) + pad(flat(G))
-            + flat(tau) + flat(psi) + pad([H[c][i] for i in range(6) for c in range(n)]))
+            + flat(tau) + flat(psi) + pad([H[c][i] for i in range(6) for c in range(n)])
+            + list(z) + list(zplus) + list(eps) + [0.0] * (6 - n) + list(step["nu"]) + [0.0] * (6 - n))
 
 
 def gravity_acceleration(T, g):

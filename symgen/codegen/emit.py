@@ -712,6 +712,11 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             lanes[k]["part"] = 4 + i if len(lanes[k]["lines"]) >= soa.LANE_SPLIT_MIN_LINES else parts[k]
             if lanes[k]["part"]:
                 part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + len(lanes[k]["lines"])
+    # the per-kind form is only atbi_matrices' (and upsilon's) when FD, ID and M are straight-line: then it is a
+    # translation unit of its own, compiled beside part 0 (which keeps a copy of the topology tables it reads)
+    mats_part = MATS_PART if per_kind.functions and all(traced[k] for k in ("fd", "id", "mm")) else 0
+    if mats_part:
+        part_lines[mats_part] = len(per_kind.functions)
     derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None) if derivatives else \
         {"fd": None, "id": None}
     for k, f in derivs.items():
@@ -732,12 +737,14 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                               f"{L.mats['Dinv']}, {L.mats['psi']}, {L.mats['H']}, out);",
                               "return 0;"],
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices"]),
-            "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size,
+            "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size, "mats_part": mats_part,
             "derivative_parts": sorted(DERIVATIVE_PARTS.values())}
 
 
 #: the translation units (SG_PART) of the derivative functions; the other parts never read a derivative kernel
 DERIVATIVE_PARTS = {"fd": 7, "id": 8}
+#: the translation unit of atbi_matrices, upsilon and the per-kind steps they call, when no other entry point does
+MATS_PART = 9
 
 
 def _emit_derivatives(bodies, L, layout, slugs, straight: bool) -> dict:

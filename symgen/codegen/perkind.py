@@ -183,20 +183,6 @@ class PerKindForm:
             T.effect(("}",))
         T.ret(0)
 
-    def _atbi_mats(self, T, kind, b):
-        """The tip-to-base step of atbi_matrices: atbi_tip without velocities, forces or T (they fold away), P+
-        into the parent, the body's P, D, Dinv, G, tauper, psi into mats."""
-        K = self._load_K(T, kind, b, with_ab=False)
-        K["a"] = K["b"] = [0.0] * 6
-        Pc = [] if kind.leaf else [self._sym6(T, "P")]
-        step, push = soa.atbi_tip(T, b, K, Pc, [], [0.0] * b.nu, [0.0] * 6)
-        if push:
-            self._add(T, "P", [push[0][i][j] for i in range(6) for j in range(i, 6)])
-        for i, v in enumerate(soa.atbi_matrices(T, b, K, step)):
-            if not (isinstance(v, float) and v == 0.0):     # the driver zeroes mats
-                T.store(f"mk[{i}]", v)
-        T.ret(0)
-
     def _atbi_base(self, T, kind, b):
         n = b.nu
         K = self._load_K(T, kind, b)
@@ -320,8 +306,8 @@ class PerKindForm:
 
     def emit(self, want=("fd", "id", "mm")) -> dict:
         """The drivers' bodies: ``fd`` (int f(q, u, p, out, mats)), ``id`` and ``mm`` (f(q, u, p, out)), and
-        ``mats`` (int f(q, u, p, out): the ATBI factorization's matrices into out, FD's tip-to-base half alone;
-        with ``fd`` wanted too, FD's driver fills them instead)."""
+        ``mats`` (int f(q, u, p, out): the ATBI factorization's matrices and filter vectors into out, FD's
+        kinematics and tip-to-base half alone; with ``fd`` wanted too, FD's driver fills them instead)."""
         nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
         ws = f"double ws[{nb * L.workspace.size}];"
         kinds = f"sg_{nm}_kind"
@@ -332,19 +318,16 @@ class PerKindForm:
         P0, n0 = L.workspace["P"], 21 + 6
         assert L.workspace["z"] == P0 + 21
         zero = f"{loop_up} for (i = 0; i < {n0}; ++i) ws[{L.workspace.size} * k + {P0} + i] = 0.0;  /* P, z */"
-        if "fd" in want or "id" in want:
+        if any(k in want for k in ("fd", "id", "mats")):
             kin = self._table("velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
-        if "mats" in want and "fd" not in want:
-            jt = self._table("joint", self._joint, "X_pb and H")
-            mt = self._table("atbi_mats", self._atbi_mats,
-                             "ATBI tip to base without velocities: P, D, G into mats; P+ into the parent")
-            out["mats"] = [ws, "int k, i, s;", "double *mats = out;", zero,
-                           f"for (i = 0; i < {nb * L.mats.size}; ++i) mats[i] = 0.0;",
-                           f"{loop_up} {jt}[{kinds}[k]]{args};",
-                           f"{loop_down} if ((s = {mt}[{kinds}[k]]{args}) != 0) return s;", "return 0;"]
-        if "fd" in want:
+        if "fd" in want or "mats" in want:
             tip = self._table("atbi_tip", partial(self._atbi_tip, mats=True),
                               "ATBI tip to base: P, z, D, G, eps, nu; P+ and z+ into the parent")
+        if "mats" in want and "fd" not in want:
+            out["mats"] = [ws, "int k, i, s;", "double *mats = out;", zero,
+                           f"{loop_up} {kin}[{kinds}[k]]{args};",
+                           f"{loop_down} if ((s = {tip}[{kinds}[k]]{args}) != 0) return s;", "return 0;"]
+        if "fd" in want:
             base = self._table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha")
             out["fd"] = [ws, "int k, i, s;", zero,
                          f"{loop_up} {kin}[{kinds}[k]]{args};",

@@ -414,24 +414,47 @@ class MultibodyModel:
         b.check_status(status, "minv_times", Q)
         return b.unbatch(single, out)
 
+    def _atbi_blocks(self, verb, body, q, u=None, T=None, f_ext=None, gravity=None):
+        """(single, body k's atbi_matrices blocks (N x 276), layout.mats) of the states."""
+        if body not in self.body_names:
+            raise KeyError(f"{self.name}: {verb}: no body named {body!r} (bodies: {', '.join(self.body_names)})")
+        b = self.binding
+        k = self.body_names.index(body)
+        single, Q, U = b.states(q, u)
+        T = b.states(q, T)[2]
+        B = self.layout.mats
+        out, status = b.call_batch("atbi_matrices", Q, U, b.p(Q.shape[0], T, f_ext, gravity), B.size * self.nb)
+        b.check_status(status, verb, Q)
+        return single, out.reshape(-1, self.nb, B.size)[:, k], B
+
     def atbi_matrices(self, q, body: str) -> dict:
         """P, D, Dinv, G, tauper (= I - G H^T), psi (= phi(parent, body) tauper) and H (the hinge's coord map in
         the body frame) at a body's hinge.  D, Dinv are nU_h x nU_h, G and H 6 x nU_h."""
-        if body not in self.body_names:
-            raise KeyError(f"{self.name}: no body named {body!r} (bodies: {', '.join(self.body_names)})")
-        b = self.binding
-        k = self.body_names.index(body)
-        single, Q, U = b.states(q)
-        B = self.layout.mats
-        out, status = b.call_batch("atbi_matrices", Q, U, b.p(Q.shape[0], np.zeros((Q.shape[0], self.nu)), None, None),
-                                   B.size * self.nb)
-        b.check_status(status, "atbi_matrices", Q)
-        blk = out.reshape(-1, self.nb, B.size)[:, k]
-        nh, m = self.layout.nuh[k], blk.shape[0]
+        single, blk, B = self._atbi_blocks("atbi_matrices", body, q)
+        nh, m = self.layout.nuh[self.body_names.index(body)], blk.shape[0]
         shapes = {"P": (6, 6), "D": (nh, nh), "Dinv": (nh, nh), "G": (6, nh), "tauper": (6, 6), "psi": (6, 6),
                   "H": (6, nh)}
         res = {f: blk[:, B[f]:B[f] + r * c].reshape(m, r, c) for f, (r, c) in shapes.items()}
-        return {k2: b.unbatch(single, v) for k2, v in res.items()}
+        return {k2: self.binding.unbatch(single, v) for k2, v in res.items()}
+
+    def atbi_filter_vectors(self, q, u, T, body: str, f_ext=None, gravity=None) -> dict:
+        """The ATBI's filter vectors at a body's hinge (Jain's names; Karana's ``ATBIFilterVectors``), from its
+        tip-to-base sweep at (Q, U, T):
+
+        - ``z`` (6): the articulated-body bias force at the body frame, ``z = P a + b - f_ext + sum phi z+``
+          over the children, so that the force the parent applies across the hinge is ``f = P alpha + z``;
+        - ``zplus`` (6): ``z+ = z + G eps``, what the body passes to its parent (as ``phi z+``);
+        - ``eps`` (nU_h): ``eps = T - H^T z``, the innovation; ``nu`` (nU_h): ``nu = D^-1 eps``, so that
+          ``Udot = nu - G^T alpha+``.
+
+        Gravity enters, as in Jain's form, as the newtonian frame's acceleration ``alpha(0) = [0; -g]``, not as a
+        force: z holds no weight, and alpha is the acceleration that includes -g (Pinocchio's ``a_gf``).  Same
+        frames as :meth:`atbi_matrices` (the body frame).  One state or a batch."""
+        single, blk, B = self._atbi_blocks("atbi_filter_vectors", body, q, u, T, f_ext, gravity)
+        nh = self.layout.nuh[self.body_names.index(body)]
+        res = {"z": blk[:, B["z"]:B["z"] + 6], "zplus": blk[:, B["zplus"]:B["zplus"] + 6],
+               "eps": blk[:, B["eps"]:B["eps"] + nh], "nu": blk[:, B["nu"]:B["nu"] + nh]}
+        return {k2: self.binding.unbatch(single, np.ascontiguousarray(v)) for k2, v in res.items()}
 
     def upsilon(self, q, frame) -> np.ndarray:
         """Upsilon = J M^-1 J^T (6 x 6) of a frame: the operational-space compliance (Jain's Upsilon, Simbody's
