@@ -21,11 +21,12 @@ Kinematics of a loop (all traced from the tree's per-body kinematics, :mod:`symg
 TA forward dynamics (Jain; ``../shared/reference/soa_atbi_notes.md`` 3.7), one C function per model:
 
 1. free accelerations: the ATBI with T, f_ext and gravity (:func:`symgen.algorithms.soa.atbi_factor`, ...);
-2. each constraint row K_i (``K = OC^T`` in target axes): a unit force ``K_i^T`` at T on body B and its
-   opposite at S on body A, run through ``M^-1`` on the same factorization (:func:`symgen.algorithms.soa.minv`, O(n),
-   bodies off the loop's paths fold away); the compliance ``Lambda = G_c M^-1 G_c^T`` is K of the resulting
-   relative accelerations;
-3. ``Lambda lambda = stab - K a_free`` by a pivoted Cholesky (``sg_psd_solve``): redundant rows (a pivot
+2. the compliance ``Lambda = G_c M^-1 G_c^T`` (its lower triangle) from the operational-space compliance
+   Upsilon on the same factorization (:func:`compliance`): each constraint row K_i (``K = OC^T`` in target
+   axes) is a unit force ``K_i^T`` at T on body B and its opposite at S on body A, moved up through psi to
+   the nearest common ancestor of each pair of node bodies, through Upsilon there and down through psi^T;
+   a row of Lambda is K of the resulting relative accelerations;
+3. ``Lambda lambda = stab - K a_free`` by a pivoted Cholesky on the lower triangle (``sg_psd_solve``): redundant rows (a pivot
    below ``RANK_TOL`` times the largest diagonal of Lambda) get lambda = 0, and the rank is returned;
 4. the correction ``Udot = Udot_free + M^-1 G_c^T lambda``: one more M^-1 pass with the node forces.
 
@@ -404,6 +405,75 @@ def _node_forces(T, bodies, loops, cfs, Xs, lam_rows):
     return forces, fT_all
 
 
+def compliance(T, bodies, kin, step, loops, cfs, Xs) -> dict:
+    """Lambda = G_c M^-1 G_c^T, its lower triangle {(row, col): value}, from the node-level operational-space
+    compliance (``soa_atbi_notes.md`` 3.6-3.7): a unit force in row ``col`` puts wrenches f_m on the loop's node
+    bodies m (:func:`_node_forces`); body k then accelerates by ``alpha(k) = sum_m Omega(k, m) f_m`` with
+    ``Omega(k, m) = psi^T(c, k) Upsilon(c) psi(c, m)``, c the nearest common ancestor (no common ancestor: 0).
+    Down k's path from its root that is ``alpha = psi^T alpha_parent + Upsilon(c) U(c)`` at every c on it,
+    U(c) the forces of the bodies m whose nearest common ancestor with k is c, each moved up to c through psi
+    (:func:`symgen.algorithms.soa.psi_up`).  Upsilon is computed once, base to tip, for the bodies on the loops'
+    paths (:func:`symgen.algorithms.soa.upsilon_step`); a row of Lambda reads K of the loop's relative
+    acceleration.  Only the paths between the loops' nodes are walked: against one M^-1 pass per row
+    (through the roots), the parts above the common ancestors are Upsilon's, computed once."""
+    Y = {}
+
+    def upsilon(k):
+        if k not in Y:
+            b = bodies[k]
+            Y[k] = soa.upsilon_step(T, b, kin[k], step[k], None if b.root else upsilon(b.parent))
+        return Y[k]
+
+    out, col = {}, 0
+    for L in loops:
+        for r in range(L.n_res):
+            unit = [[1.0 if (Lq is L and j == r) else 0.0 for j in range(Lq.n_res)] for Lq in loops]
+            forces, _ = _node_forces(T, bodies, loops, cfs, Xs, unit)
+            up = {}                             # (m, c): psi(c, m) f_m for the ancestors c of m
+            for m, f in forces.items():
+                up[m, m] = f
+                c, v = m, f
+                while bodies[c].parent >= 0:
+                    v = soa.psi_up(T, bodies[c], kin[c], step[c], v)
+                    c = bodies[c].parent
+                    up[m, c] = v
+            alpha = [None] * len(bodies)
+            rows_left = [Lq for Lq, o in _row_offsets(loops) if o + Lq.n_res > col]
+            for k in sorted({kk for Lq in rows_left for kk in (Lq.A, Lq.B) if kk >= 0}):
+                a = [0.0] * 6
+                path = _path(bodies, k)
+                for i, c in enumerate(path):
+                    if i:
+                        a = soa.psi_down(T, bodies[c], kin[c], step[c], a)
+                    below = path[i + 1] if i + 1 < len(path) else None
+                    # the forces whose nearest common ancestor with k is c: at c's subtree, not at below's
+                    U = [0.0] * 6
+                    for m in forces:
+                        if (m, c) in up and not (below is not None and (m, below) in up):
+                            U = [T.add(x, y) for x, y in zip(U, up[m, c])]
+                    if any(not (isinstance(x, float) and x == 0.0) for x in U):
+                        a = [T.add(x, y) for x, y in zip(a, soa.matvec(T, upsilon(c), U))]
+                alpha[k] = a
+            for Lq, o in _row_offsets(loops):
+                if o + Lq.n_res <= col:
+                    continue
+                cf, X = cfs[loops.index(Lq)], Xs[loops.index(Lq)]
+                for i, x in enumerate(cf.rows(relative_acceleration(T, X, Lq, alpha))):
+                    if o + i >= col:
+                        out[o + i, col] = x
+            col += 1
+    return out
+
+
+def _row_offsets(loops):
+    """(loop, its first row in Lambda) for every loop."""
+    o, res = 0, []
+    for L in loops:
+        res.append((L, o))
+        o += L.n_res
+    return res
+
+
 def ta_forward_dynamics(T, bodies, loops, nu, io, model, layout):
     """``sg_<m>_ta_forward_dynamics(q, u, p, out)``: tree-augmented forward dynamics (see the module
     docstring).  p: layout ``ta_params`` (g, T, f_ext, omega_n, zeta); out: layout ``ta_out`` (Udot,
@@ -428,20 +498,10 @@ def ta_forward_dynamics(T, bodies, loops, nu, io, model, layout):
         cfs.append(cf)
         rhs += cf.rows(aT)
     stab = _baumgarte(T, model, nc, P["gains"])
-    T.comment("3. compliance Lambda = G_c M^-1 G_c^T: a unit force per constraint row through M^-1 (O(n) each)")
+    T.comment("3. compliance Lambda = G_c M^-1 G_c^T from the operational-space compliance Upsilon (Jain):")
     T.local_arrays([("Lam", nc * nc), ("rhs", nc), ("lam", nc)], ints=[("piv", nc), ("rank", None)])
-    col = 0
-    for L in loops:
-        for r in range(L.n_res):
-            unit = [[1.0 if (Lq is L and j == r) else 0.0 for j in range(Lq.n_res)] for Lq in loops]
-            forces, _ = _node_forces(T, bodies, loops, cfs, Xs, unit)
-            _, alpha = soa.minv(T, bodies, kin, step, forces)
-            row = 0
-            for Lq, cf, X in zip(loops, cfs, Xs):
-                for x in cf.rows(relative_acceleration(T, X, Lq, alpha)):
-                    T.store(f"Lam[{row * nc + col}]", x)
-                    row += 1
-            col += 1
+    for (row, col), x in compliance(T, bodies, kin, step, loops, cfs, Xs).items():
+        T.store(f"Lam[{row * nc + col}]", x)            # the lower triangle: all that sg_psd_solve reads
     for i in range(nc):
         T.store(f"rhs[{i}]", T.dot([(1.0, stab[i]), (-1.0, rhs[i])]))
     T.comment(f"4. Lambda lambda = stab - K a_free (pivoted Cholesky; redundant rows below {RANK_TOL:g} get 0)")

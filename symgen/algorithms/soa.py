@@ -539,6 +539,62 @@ def minv(T, bodies, kin, step, forces: dict, tau=None):
     return udot, alpha
 
 
+# ---- Upsilon and psi on the ATBI factorization (operational-space compliance) -----------------------
+
+def psi_up(T, b: BodyInfo, K, step, v):
+    """psi(parent, b) v = phi tauper v, tauper = I - G H^T: a force at body b moved to its parent through the
+    articulated hinge (the M^-1 pass's z+ with T = 0; rows of a known axis fold to 0)."""
+    H, G, n = K["H"], step["G"], b.nu
+    known = known_axis_rows(b, H)
+    w = [_dot(T, H[c], v) for c in range(n)]                                      # H^T v
+    t = [0.0 if i in known else T.dot([(-1.0, T.mul(G[i][c], w[c])) for c in range(n)], v[i]) for i in range(6)]
+    return phi(T, K["R"], K["l"], t)
+
+
+def psi_down(T, b: BodyInfo, K, step, a):
+    """psi^T(parent, b) a = tauper^T phi^T a = a+ - H (G^T a+), a+ = phi^T a: a motion of the parent seen at b
+    through the articulated hinge."""
+    H, G, n = K["H"], step["G"], b.nu
+    ap = phiT(T, K["R"], K["l"], a)
+    s = [T.neg(_dot(T, [G[i][c] for i in range(6)], ap)) for c in range(n)]
+    return _colsum(T, H, s, ap)
+
+
+def _swap(M):
+    """S M S, S = [[0, I], [I, 0]]: the angular and linear blocks exchanged."""
+    return [[M[(i + 3) % 6][(j + 3) % 6] for j in range(6)] for i in range(6)]
+
+
+def upsilon_step(T, b: BodyInfo, K, step, Y_parent):
+    """Upsilon(b) = psi^T Upsilon(parent) psi + H D^-1 H^T (Jain; Upsilon = 0 above a root), symmetric 6 x 6.
+    phi^T Y phi = S phi_sym(R^T, -R^T l, S Y S) S (phi^T(A, B) is the motion transform; with its angular and
+    linear blocks exchanged it is the force transform of X_BA), then tauper^T (.) tauper with tauper = I - G H^T."""
+    H, G, Dinv, n, t = K["H"], step["G"], step["Dinv"], b.nu, b.tag
+    X = [[0.0] * 6 for _ in range(6)]
+    if Y_parent is not None:
+        R, l = K["R"], K["l"]
+        Rt = [R[3 * j + i] for i in range(3) for j in range(3)]
+        Yp = _swap(phi_sym(T, Rt, [T.neg(x) for x in _dot3(T, Rt, l)], _swap(Y_parent)))       # phi^T Y phi
+        W = [[_dot(T, Yp[i], [G[m][c] for m in range(6)]) for c in range(n)] for i in range(6)]  # Y' G
+        S = [[_dot(T, [G[m][c] for m in range(6)], [W[m][d] for m in range(6)]) for d in range(n)] for c in range(n)]
+        X = [[T.dot([(-1.0, T.mul(H[c][i], W[j][c])) for c in range(n)]
+                    + [(-1.0, T.mul(W[i][c], H[c][j])) for c in range(n)], Yp[i][j]) for j in range(6)]
+             for i in range(6)]
+        C = [[T.add(S[c][d], Dinv[c][d]) for d in range(n)] for c in range(n)]               # G^T Y' G + D^-1
+    else:
+        C = Dinv
+    Y = [[None] * 6 for _ in range(6)]
+    for i in range(6):
+        for j in range(i, 6):
+            hch = T.dot([(H[c][i], _dot(T, C[c], [H[d][j] for d in range(n)])) for c in range(n)], X[i][j])
+            Y[i][j] = Y[j][i] = T.name(hch, f"Y{t}_{i}{j}")
+    return Y
+
+
+def _dot3(T, R, v):
+    return [_dot(T, R[3 * i:3 * i + 3], v) for i in range(3)]
+
+
 # ---- Newton-Euler inverse dynamics --------------------------------------------------------------------
 
 def rnea_base(T, b: BodyInfo, K, alpha_parent, udot, f_ext):

@@ -107,50 +107,50 @@ static void sg_cut_fit_q(int nq, int nu, const double *q0, sg_hinge_kernel trans
 }
 #endif
 
-/* x with A x = b for a symmetric positive semidefinite A (n x n, row-major, overwritten), by a Cholesky
- * factorization with diagonal pivoting: a pivot below tol times the largest diagonal entry ends it, and the
- * rows left (redundant constraints) get x = 0 (a basic solution: exact when b is consistent).  piv: n ints.
+/* x with A x = b for a symmetric positive semidefinite A (n x n, row-major; only its lower triangle is read,
+ * and overwritten), by a Cholesky factorization with diagonal pivoting (LAPACK dpstrf's scheme, right-looking,
+ * the lower triangle only): a pivot below tol times the largest diagonal entry ends it, and the rows left
+ * (redundant constraints) get x = 0 (a basic solution: exact when b is consistent).  piv: n ints.
  * Returns the rank. */
 static int sg_psd_solve(int n, double *A, const double *b, double tol, double *x, int *piv)
 {
-    int i, j, k, m, rank = 0;
-    double dmax = 0.0;
+    int i, j, k, p, rank = 0;
+    double dmax = 0.0, t, l[SG_LOOP_MAX_NC], y[SG_LOOP_MAX_NC];
     for (i = 0; i < n; ++i) {
         piv[i] = i;
         if (A[i * n + i] > dmax) dmax = A[i * n + i];
     }
     for (k = 0; k < n; ++k) {
-        int p = k;
+        p = k;
         for (j = k + 1; j < n; ++j) if (A[j * n + j] > A[p * n + p]) p = j;
         if (!(A[p * n + p] > tol * dmax)) break;
-        if (p != k) {                                                 /* symmetric swap of k and p */
-            int t = piv[k]; piv[k] = piv[p]; piv[p] = t;
-            for (j = 0; j < n; ++j) { double s = A[k * n + j]; A[k * n + j] = A[p * n + j]; A[p * n + j] = s; }
-            for (j = 0; j < n; ++j) { double s = A[j * n + k]; A[j * n + k] = A[j * n + p]; A[j * n + p] = s; }
+        if (p != k) {                            /* symmetric swap of k and p (k < p) in the lower triangle */
+            i = piv[k]; piv[k] = piv[p]; piv[p] = i;
+            t = A[k * n + k]; A[k * n + k] = A[p * n + p]; A[p * n + p] = t;
+            for (j = 0; j < k; ++j) { t = A[k * n + j]; A[k * n + j] = A[p * n + j]; A[p * n + j] = t; }
+            for (j = k + 1; j < p; ++j) { t = A[j * n + k]; A[j * n + k] = A[p * n + j]; A[p * n + j] = t; }
+            for (j = p + 1; j < n; ++j) { t = A[j * n + k]; A[j * n + k] = A[j * n + p]; A[j * n + p] = t; }
         }
-        A[k * n + k] = sqrt(A[k * n + k]);
-        for (i = k + 1; i < n; ++i) A[i * n + k] /= A[k * n + k];
-        for (i = k + 1; i < n; ++i)
-            for (m = k + 1; m <= i; ++m) {
-                A[i * n + m] -= A[i * n + k] * A[m * n + k];
-                A[m * n + i] = A[i * n + m];
-            }
+        A[k * n + k] = t = sqrt(A[k * n + k]);
+        for (i = k + 1; i < n; ++i) l[i] = A[i * n + k] /= t;   /* column k of L, kept contiguous in l */
+        for (i = k + 1; i < n; ++i) {                            /* A[i][k+1..i] -= L[i][k] L[k+1..i][k] */
+            const double li = l[i];
+            double *Ai = A + i * n;
+            for (j = k + 1; j <= i; ++j) Ai[j] -= li * l[j];
+        }
         ++rank;
     }
     for (i = 0; i < n; ++i) x[i] = 0.0;
-    {
-        double y[SG_LOOP_MAX_NC];
-        for (i = 0; i < rank; ++i) {                                  /* L y = P b */
-            double s = b[piv[i]];
-            for (k = 0; k < i; ++k) s -= A[i * n + k] * y[k];
-            y[i] = s / A[i * n + i];
-        }
-        for (i = rank - 1; i >= 0; --i) {                             /* L^T z = y, x = P^T z */
-            double s = y[i];
-            for (k = i + 1; k < rank; ++k) s -= A[k * n + i] * y[k];
-            y[i] = s / A[i * n + i];
-            x[piv[i]] = y[i];
-        }
+    for (i = 0; i < rank; ++i) {                                  /* L y = P b */
+        double s = b[piv[i]];
+        for (k = 0; k < i; ++k) s -= A[i * n + k] * y[k];
+        y[i] = s / A[i * n + i];
+    }
+    for (i = rank - 1; i >= 0; --i) {                             /* L^T z = y, x = P^T z */
+        double s = y[i];
+        for (k = i + 1; k < rank; ++k) s -= A[k * n + i] * y[k];
+        y[i] = s / A[i * n + i];
+        x[piv[i]] = y[i];
     }
     return rank;
 }
