@@ -692,7 +692,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                             "this model is past symgen.algorithms.soa's size limits") + "; build it without parameters=")
     lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"])
     per_kind = PerKindForm(bodies, L, name)
-    drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None) + ("mats",))
+    drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None) + ("mats", "upsilon"))
     fd = traced["fd"] or [f"return sg_{name}_fd_per_kind(q, u, p, out, 0);"]
     mats = drivers.get("mats") or [f"double udot[{max(L.nu, 1)}];", f"return sg_{name}_fd_per_kind(q, u, p, udot, out);"]
     id_, mm = traced["id"] or drivers["id"], traced["mm"] or drivers["mm"]
@@ -730,13 +730,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "derivs_asked": bool(derivatives), "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
-            "upsilon_lines": [f"double mats[{L.mats.size * L.nb}];  /* atbi_matrices' blocks */",
-                              f"const int s = sg_{name}_atbi_matrices(q, u, p, mats);",
-                              "if (s) return s;",
-                              f"sg_upsilon_pass({L.nb}, sg_{name}_parent, sg_{name}_nuh, mats, {L.mats.size}, "
-                              f"{L.mats['Dinv']}, {L.mats['psi']}, {L.mats['H']}, out);",
-                              "return 0;"],
-            "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices"]),
+            "upsilon_lines": drivers["upsilon"],
+            "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices", "upsilon"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size, "mats_part": mats_part,
             "derivative_parts": sorted(DERIVATIVE_PARTS.values())}
 

@@ -183,6 +183,23 @@ class PerKindForm:
             T.effect(("}",))
         T.ret(0)
 
+    def _upsilon(self, T, kind, b):
+        """Upsilon(b) = psi^T Upsilon(parent) psi + H D^-1 H^T (:func:`symgen.algorithms.soa.upsilon_step`) from the
+        tip-to-base sweep's G (workspace) and D^-1 (mats), into out + 36 k (row-major)."""
+        n = b.nu
+        K = self._load_K(T, kind, b, with_ab=False)
+        D0 = self.L.mats["Dinv"]
+        step = {"Dinv": [[T.input(f"mk[{D0 + n * r + c}]") for c in range(n)] for r in range(n)], "G": None}
+        Yp = None
+        if not b.root:
+            G = self._load(T, kind, "G", 6 * n)
+            step["G"] = [G[n * i:n * i + n] for i in range(6)]
+            Yp = [[T.input(f"yp[{6 * i + j}]") for j in range(6)] for i in range(6)]
+        Y = soa.upsilon_step(T, b, K, step, Yp)
+        for i in range(6):
+            for j in range(6):
+                T.store(f"yk[{6 * i + j}]", Y[i][j])
+
     def _atbi_base(self, T, kind, b):
         n = b.nu
         K = self._load_K(T, kind, b)
@@ -271,7 +288,9 @@ class PerKindForm:
                 ("Th", f"const double *Th = p + {L.params['tau']} + sg_{nm}_u0[k];"),
                 ("fe", f"const double *fe = p + {L.params['f_ext']} + 6 * k;"),
                 ("outh", f"double *outh = out + sg_{nm}_u0[k];"),
-                ("mk", f"double *mk = mats ? mats + {L.mats.size} * k : 0;")]
+                ("mk", f"double *mk = mats ? mats + {L.mats.size} * k : 0;"),
+                ("yk", "double *yk = out + 36 * k;"),
+                ("yp", f"const double *yp = out + 36 * sg_{nm}_parent[k];")]
         import re
 
         def used(ident, text):
@@ -307,7 +326,8 @@ class PerKindForm:
     def emit(self, want=("fd", "id", "mm")) -> dict:
         """The drivers' bodies: ``fd`` (int f(q, u, p, out, mats)), ``id`` and ``mm`` (f(q, u, p, out)), and
         ``mats`` (int f(q, u, p, out): the ATBI factorization's matrices and filter vectors into out, FD's
-        kinematics and tip-to-base half alone; with ``fd`` wanted too, FD's driver fills them instead)."""
+        kinematics and tip-to-base half alone; with ``fd`` wanted too, FD's driver fills them instead), and
+        ``upsilon`` (int f(q, u, p, out): Upsilon of every body frame, 36 each, after that half)."""
         nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
         ws = f"double ws[{nb * L.workspace.size}];"
         kinds = f"sg_{nm}_kind"
@@ -318,11 +338,17 @@ class PerKindForm:
         P0, n0 = L.workspace["P"], 21 + 6
         assert L.workspace["z"] == P0 + 21
         zero = f"{loop_up} for (i = 0; i < {n0}; ++i) ws[{L.workspace.size} * k + {P0} + i] = 0.0;  /* P, z */"
-        if any(k in want for k in ("fd", "id", "mats")):
+        if any(k in want for k in ("fd", "id", "mats", "upsilon")):
             kin = self._table("velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
-        if "fd" in want or "mats" in want:
+        if any(k in want for k in ("fd", "mats", "upsilon")):
             tip = self._table("atbi_tip", partial(self._atbi_tip, mats=True),
                               "ATBI tip to base: P, z, D, G, eps, nu; P+ and z+ into the parent")
+        if "upsilon" in want:
+            ut = self._table("upsilon_step", self._upsilon, "Upsilon = psi^T Upsilon(parent) psi + H D^-1 H^T, base to tip")
+            out["upsilon"] = [ws, f"double mats[{nb * L.mats.size}];", "int k, i, s;", zero,
+                              f"{loop_up} {kin}[{kinds}[k]]{args};",
+                              f"{loop_down} if ((s = {tip}[{kinds}[k]]{args}) != 0) return s;",
+                              f"{loop_up} {ut}[{kinds}[k]]{args};", "return 0;"]
         if "mats" in want and "fd" not in want:
             out["mats"] = [ws, "int k, i, s;", "double *mats = out;", zero,
                            f"{loop_up} {kin}[{kinds}[k]]{args};",
