@@ -61,6 +61,8 @@ class SgCPrinter(C99CodePrinter):
             return "pow(%s, %d)" % (self._print(b), int(e))
         if e.is_Integer and -4 <= int(e) <= -1:
             return "(1.0/%s)" % self._print(b ** (-e))
+        if e == sp.Rational(-1, 2):                           # a unit quaternion's 1/|q|: not libm's pow
+            return "(1.0/sqrt(%s))" % self._print(b)
         return super()._print_Pow(expr)
 
     def _print_Piecewise(self, expr):
@@ -466,8 +468,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
         poses += [pose_calls(b.name, "transform", "X") + f"  /* body {k} '{b.name}' */",
                   f"sg_link_pose(X, {const(k, 'on')}, {const(k, 'pinv')}, {pparent}, out + {k * ML.poses.size});"]
         if hnq:
-            qdot += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
-                     f"sg_matvec({hnq}, {hnu}, N, u + {u0}, out + {q0});"]
+            qdot += _qdot_lines(L["structure"].get("qdot_map"), s, b.hinge_name, q0, u0, hnq, hnu)
             qdot_map += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
                          f"for (i = 0; i < {hnq}; ++i) for (j = 0; j < {hnu}; ++j) "
                          f"out[({q0} + i) * {nu} + {u0} + j] = N[i * {hnu} + j];"]
@@ -485,7 +486,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size)
     if fk["poses"] is not None:
         poses, pose_calls = fk["poses"], None
-    qdot_lines = ([f"double N[{max_nq * max_nu}];"] + qdot) if qdot else ["(void)sg_matvec;"]
+    qdot_lines = ([f"double N[{max_nq * max_nu}];"] if any("N[" in ln for ln in qdot) else []) + qdot + \
+        ["(void)sg_matvec;"]
     qdot_dq_lines = [f"int i;  /* out = d Qdot / d Q (nQ x nQ, row-major), Qdot = N(Q) U */",
                      f"for (i = 0; i < {nq * nq}; ++i) out[i] = 0.0;"]
     qdot_map_lines = [f"int i;  /* out = N(Q) (nQ x nU, row-major): Qdot = N U */",
@@ -757,6 +759,30 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool) -> dict:
     return out
 
 
+def _qdot_lines(N_const, slug: str, hinge: str, q0: int, u0: int, nq: int, nu: int) -> list:
+    """A hinge's rows of Qdot = N(Q) U: the qdot_map kernel into N only when N has an entry that depends on Q
+    (``N_const``: kernel_structure's constants, None where an entry is not one), then one sum per row without
+    its zero entries (a PIN or SLIDER is ``out[i] = u[j]``, a free joint's translation too)."""
+    out = []
+    if N_const is None or any(c is None for c in N_const):
+        out.append(f"sg_{slug}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{hinge}' */")
+    for i in range(nq):
+        terms = []
+        for j in range(nu):
+            c = None if N_const is None else N_const[i * nu + j]
+            x = f"u[{u0 + j}]"
+            if c is None:
+                terms.append(f"N[{i * nu + j}] * {x}")
+            elif c == 1.0:
+                terms.append(x)
+            elif c == -1.0:
+                terms.append(f"-{x}")
+            elif c != 0.0:
+                terms.append(f"{c!r} * {x}")
+        out.append(f"out[{q0 + i}] = {' + '.join(terms) or '0.0'};" + ("" if i else f"  /* '{hinge}' */"))
+    return out
+
+
 def kernel_structure(h: Hinge) -> dict:
     """Which entries of a hinge's transform, coord map and coord map derivative are constants (row-major;
     a float, or None where the entry depends on Q or U): what the model tracer folds."""
@@ -791,6 +817,7 @@ def kernel_structure(h: Hinge) -> dict:
             derivs[f"{k}_alias"] = [None if e.is_number else [index[e], 1] if e in index else
                                     [index[-e], -1] if -e in index else None for e in exprs]
     return {**derivs, "transform": consts(h.transform), "coord_map": consts(h.coord_map),
+            "qdot_map": consts(h.qdot_map),
             "ortho_complement": consts(h.ortho_complement),
             "trig_args": [printer.doprint(a) for a in hinge_trig_args(h)],
             "coord_map_dot": consts(h.coord_map_dot), "transform_alias": aliases(h.transform),
