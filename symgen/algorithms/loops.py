@@ -429,7 +429,7 @@ def compliance(T, bodies, kin, step, loops, cfs, Xs) -> dict:
         for r in range(L.n_res):
             unit = [[1.0 if (Lq is L and j == r) else 0.0 for j in range(Lq.n_res)] for Lq in loops]
             forces, _ = _node_forces(T, bodies, loops, cfs, Xs, unit)
-            up = {}                             # (m, c): psi(c, m) f_m for the ancestors c of m
+            up = {}                             # (m, c): psi(c, m) f_m for the ancestors c of m (unread ones are dead code)
             for m, f in forces.items():
                 up[m, m] = f
                 c, v = m, f
@@ -454,10 +454,9 @@ def compliance(T, bodies, kin, step, loops, cfs, Xs) -> dict:
                     if any(not (isinstance(x, float) and x == 0.0) for x in U):
                         a = [T.add(x, y) for x, y in zip(a, soa.matvec(T, upsilon(c), U))]
                 alpha[k] = a
-            for Lq, o in _row_offsets(loops):
+            for (Lq, o), cf, X in zip(_row_offsets(loops), cfs, Xs):
                 if o + Lq.n_res <= col:
                     continue
-                cf, X = cfs[loops.index(Lq)], Xs[loops.index(Lq)]
                 for i, x in enumerate(cf.rows(relative_acceleration(T, X, Lq, alpha))):
                     if o + i >= col:
                         out[o + i, col] = x
