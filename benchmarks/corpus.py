@@ -18,6 +18,11 @@ For every URDF that the package ships (``pip install example-robot-data``; the f
    over states and entries, after the coordinate maps of ``tests/pin_maps.py`` (continuous joints
    ``(cos, sin)``, the free-flyer's body-frame linear velocity).  Agreement means ≤ 1e-9.
 4. One forward-dynamics call from Python (µs, median of 5 rounds of ``--calls`` calls) against ``pin.aba``.
+5. With ``--derivatives``, on a fixed base: ``mb.forward_dynamics_derivatives`` and
+   ``mb.inverse_dynamics_derivatives`` (their first call compiles the derivative functions; the seconds are the
+   "deriv s" column) against ``pin.computeABADerivatives`` / ``pin.computeRNEADerivatives`` at ``--states``
+   states (the largest relative error of the six matrices, "deriv err"; agreement ≤ 1e-9, as for the values).
+   A model whose dynamics take the per-kind form has no generated derivatives: "not generated", counted apart.
 
 A model whose build names a hinge with a singular D (a massless moving tip) is rebuilt with ``--armature``
 on the named hinges (``symgen.build(..., armature=...)``) and compared with Pinocchio given the same
@@ -89,7 +94,8 @@ def _time_calls(fn, calls: int, rounds: int = 5) -> float:
     return statistics.median(best)
 
 
-def run_one(path: str, floating: bool, n_states: int, calls: int, armature_value: float) -> dict:
+def run_one(path: str, floating: bool, n_states: int, calls: int, armature_value: float,
+            derivatives: bool = False) -> dict:
     import numpy as np
     import pinocchio as pin
 
@@ -161,7 +167,40 @@ def run_one(path: str, floating: bool, n_states: int, calls: int, armature_value
     row["fd_us"] = _time_calls(lambda: mb.forward_dynamics(q, u, T_), calls)
     row["aba_us"] = _time_calls(lambda: pin.aba(pm, pd, qp, v, tau), calls)
     row["status"] = "agrees" if row["max_err"] <= TOL else "disagrees"
+    if derivatives and not floating:
+        row.update(_derivatives_against_pinocchio(mb, pm, n_states))
     return row
+
+
+def _derivatives_against_pinocchio(mb, pm, n_states) -> dict:
+    """deriv_s (the first call, which compiles them), deriv_err (largest relative error of dUdot/dQ, dUdot/dU,
+    M^-1, dT/dQ, dT/dU, M against Pinocchio's, over the states), or deriv_status "not generated"."""
+    import numpy as np
+    import pinocchio as pin
+
+    from pin_maps import to_pin_q, u_map
+
+    pd = pm.createData()
+    rng = np.random.default_rng(2)
+    sym = lambda A: np.triu(A) + np.triu(A, 1).T  # noqa: E731  (Pinocchio fills the upper triangle)
+    rel = lambda a, b: float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))  # noqa: E731
+    err, t = 0.0, time.perf_counter()
+    for i in range(n_states):
+        q = mb.sanitize(rng.uniform(-2.0, 2.0, mb.nq))
+        qp, P = to_pin_q(mb, pm, q), u_map(mb, pm, q, False)
+        v, a, tau = rng.normal(size=pm.nv), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
+        try:
+            fd = mb.forward_dynamics_derivatives(q, P @ v, P @ tau)
+        except NotImplementedError as e:
+            return {"deriv_status": "not generated", "deriv_detail": str(e)[:160]}
+        if i == 0:
+            deriv_s = time.perf_counter() - t
+        pin.computeABADerivatives(pm, pd, qp, v, tau)
+        err = max(err, *(rel(P.T @ x @ P, y) for x, y in zip(fd, (pd.ddq_dq, pd.ddq_dv, sym(pd.Minv)))))
+        idd = mb.inverse_dynamics_derivatives(q, P @ v, P @ a)
+        pin.computeRNEADerivatives(pm, pd, qp, v, a)
+        err = max(err, *(rel(P.T @ x @ P, y) for x, y in zip(idd, (pd.dtau_dq, pd.dtau_dv, sym(pd.M)))))
+    return {"deriv_status": "agrees" if err <= TOL else "disagrees", "deriv_err": err, "deriv_s": deriv_s}
 
 
 _WARM = """
@@ -189,7 +228,7 @@ def _sources(path, floating, opts) -> dict:
 
 def _child(args) -> int:
     try:
-        row = run_one(args.one, args.floating, args.states, args.calls, args.armature)
+        row = run_one(args.one, args.floating, args.states, args.calls, args.armature, args.derivatives)
     except Exception as e:
         row = {"robot": Path(args.one).stem, "path": args.one, "floating": args.floating, "status": "crash",
                "detail": f"{type(e).__name__}: {e}\n{traceback.format_exc()[-600:]}"}
@@ -205,7 +244,8 @@ def run_variant(path: Path, floating: bool, args) -> dict:
     with tempfile.TemporaryDirectory(prefix="symgen-corpus-") as cache:
         env = dict(os.environ, SYMGEN_CACHE_DIR=cache)
         cmd = [sys.executable, __file__, "--one", str(path), "--states", str(args.states), "--calls", str(args.calls),
-               "--armature", str(args.armature)] + (["--floating"] if floating else [])
+               "--armature", str(args.armature)] + (["--floating"] if floating else []) + \
+            (["--derivatives"] if args.derivatives else [])
         try:
             res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
         except subprocess.TimeoutExpired:
@@ -227,6 +267,9 @@ def _fmt(x, spec):
 def table(rows, markdown=False) -> str:
     head = ["robot", "base", "nv", "status", "cold s", "warm s", "C kB", "max err", "FD µs", "aba µs", "ratio",
             "mimic", "notes"]
+    derivs = any("deriv_status" in r for r in rows)
+    if derivs:
+        head[-1:-1] = ["deriv err", "deriv s"]
     lines = []
     for r in rows:
         notes = []
@@ -242,6 +285,10 @@ def table(rows, markdown=False) -> str:
                       _fmt(r.get("max_err"), ".1e"), _fmt(r.get("fd_us"), ".2f"), _fmt(r.get("aba_us"), ".2f"),
                       _fmt(ratio, ".2f"), f"{r.get('mimic', 0)} (independent)" if r.get("mimic") else "",
                       "; ".join(notes)])
+        if derivs:
+            d = r.get("deriv_status")
+            lines[-1][-1:-1] = [_fmt(r.get("deriv_err"), ".1e") if d in ("agrees", "disagrees") else (d or "-"),
+                                _fmt(r.get("deriv_s"), ".1f")]
     if markdown:
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         out += ["| " + " | ".join(c.replace("|", "/") for c in ln) + " |" for ln in lines]
@@ -268,6 +315,13 @@ def summary(rows) -> str:
         s.append(f"cold build max {max(cold):.1f} s, median {statistics.median(cold):.1f} s; warm max {max(warm):.2f} s")
     if ratios:
         s.append(f"one FD call from Python / pin.aba: median {statistics.median(ratios):.2f}, max {max(ratios):.2f}")
+    dr = [r for r in rows if r.get("deriv_status")]
+    if dr:
+        agree = [r for r in dr if r["deriv_status"] == "agrees"]
+        s.append(f"derivatives (fixed base): {len(agree)} of {len(dr)} agree with computeABADerivatives / "
+                 f"computeRNEADerivatives to {TOL:g}; not generated (per-kind form): "
+                 f"{sum(r['deriv_status'] == 'not generated' for r in dr)}; disagree: "
+                 f"{', '.join(r['robot'] for r in dr if r['deriv_status'] == 'disagrees') or 'none'}")
     bad = [r for r in counted if r["status"] != "agrees"]
     for r in bad:
         s.append(f"  NOT OK {r['robot']} ({'floating' if r['floating'] else 'fixed'}): {r['status']}: "
@@ -290,6 +344,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shard", metavar="I/N", help="run only every N-th variant, starting at the I-th (0-based), "
                     "to split a run over machines or processes; --merge joins their --json files")
     ap.add_argument("--merge", nargs="+", metavar="JSON", help="print the table of earlier --json runs, joined")
+    ap.add_argument("--derivatives", action="store_true",
+                    help="fixed bases: also the FD and ID derivatives against Pinocchio's (compiles them: slower)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--floating", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
