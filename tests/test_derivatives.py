@@ -331,3 +331,20 @@ def test_one_state_fast_path_equals_the_general_path(tree):
         mb.step_derivatives(q, u, x, -0.01)
     with pytest.raises(ValueError, match="needs T"):
         mb.step_derivatives(q, u, x[:-1], 0.01)
+
+
+def test_a_model_without_u_has_empty_derivatives():
+    """A model whose only body is welded (nU = 0, as example-robot-data's iris_simple and quadrotor_base with a
+    fixed base) compiles its derivative functions under the strict flags and returns empty matrices of the
+    documented shapes."""
+    from symgen.model import model_from_dict
+
+    mb = build_model(model_from_dict({"name": "welded", "bodies": [
+        {"name": "frame", "parent": "newtonian", "mass": 1.0, "inertia": [0.1, 0.2, 0.3, 0, 0, 0],
+         "hinge": {"type": "LOCKED", "name": "weld"}}]}, "<welded>"), derivatives=True)
+    assert (mb.nq, mb.nu) == (0, 0)
+    z = np.zeros(0)
+    assert np.shape(mb.forward_dynamics_derivatives(z, z, z)) == (3, 0, 0)
+    assert np.shape(mb.inverse_dynamics_derivatives(z, z, z)) == (3, 0, 0)
+    A, B = mb.step_derivatives(z, z, z, 1e-3)
+    assert A.shape == (0, 0) and B.shape == (0, 0)

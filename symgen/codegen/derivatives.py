@@ -246,9 +246,12 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
     covered = sum(n for _, gk, g in plan if gk == "q" for _, _, n in _coords("q", g, layout))
     zero = [f"if (!tangent) for (i = 0; i < {nu * nq}; ++i) out[i] = 0.0;  /* Q's without a U: zero */"] \
         if covered < nq else []
-    lines = calls.head() + head + scalar + [f"ndq = tangent ? {nu} : {nq};"] + zero + body + ["return 0;"]
-    decl = ["int i, l, s, c, ndq;", "const sg_dv sg_dv_zero = {0.0};"]
-    unused = [f"(void){x};" for x in ("q", "u", "p", "i", "l", "s", "c", "sg_dv_zero")
+    # ndq: the column count of d/dQ (nU tangent, else nQ); a model without U reads none of it
+    uses_ndq = any(re.search(r"\bndq\b", ln) for ln in body)
+    lines = calls.head() + head + scalar + ([f"ndq = tangent ? {nu} : {nq};"] if uses_ndq else []) + zero + body + \
+        ["return 0;"]
+    decl = ["int i, l, s, c" + (", ndq;" if uses_ndq else ";"), "const sg_dv sg_dv_zero = {0.0};"]
+    unused = [f"(void){x};" for x in ("q", "u", "p", "i", "l", "s", "c", "sg_dv_zero", "tangent", "out")
               if not any(re.search(rf"\b{x}\b", ln) for ln in lines)]
     return decl + unused + lines
 
