@@ -442,8 +442,10 @@ class MultibodyModel:
         tip-to-base sweep at (Q, U, T):
 
         - ``z`` (6): the articulated-body bias force at the body frame, ``z = P a + b - f_ext + sum phi z+``
-          over the children, so that the force the parent applies across the hinge is ``f = P alpha + z``;
-        - ``zplus`` (6): ``z+ = z + G eps``, what the body passes to its parent (as ``phi z+``);
+          over the children (a: the hinge's velocity-product acceleration);
+        - ``zplus`` (6): ``z+ = z + G eps``, what the body passes to its parent (as ``phi z+``); the force the
+          parent applies across the hinge is ``f = P+ alpha+ + z+ = P (alpha - a) + z`` (P+ = tauper P,
+          alpha+ = phi^T alpha(parent));
         - ``eps`` (nU_h): ``eps = T - H^T z``, the innovation; ``nu`` (nU_h): ``nu = D^-1 eps``, so that
           ``Udot = nu - G^T alpha+``.
 
