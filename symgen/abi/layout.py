@@ -25,6 +25,13 @@ Arrays (per state; a batch puts states back to back):
 from __future__ import annotations
 
 
+#: the translation units (``SG_PART``) of a model's C that hold the derivative functions (the other parts never
+#: read a derivative kernel: a module built without derivatives leaves them out)
+DERIVATIVE_PARTS = {"fd": 7, "id": 8}
+#: the translation unit of atbi_matrices, upsilon and the per-kind steps they call, when no other entry point does
+MATS_PART = 9
+
+
 class Record:
     """Named fields packed back to back: ``rec["J"]`` is an offset, ``rec.size`` the total."""
 

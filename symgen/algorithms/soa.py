@@ -574,7 +574,7 @@ def upsilon_step(T, b: BodyInfo, K, step, Y_parent):
     if Y_parent is not None:
         R, l = K["R"], K["l"]
         Rt = [R[3 * j + i] for i in range(3) for j in range(3)]
-        Yp = _swap(phi_sym(T, Rt, [T.neg(x) for x in _dot3(T, Rt, l)], _swap(Y_parent)))       # phi^T Y phi
+        Yp = _swap(phi_sym(T, Rt, [T.neg(_dot(T, R[i::3], l)) for i in range(3)], _swap(Y_parent)))  # phi^T Y phi
         W = [[_dot(T, Yp[i], [G[m][c] for m in range(6)]) for c in range(n)] for i in range(6)]  # Y' G
         S = [[_dot(T, [G[m][c] for m in range(6)], [W[m][d] for m in range(6)]) for d in range(n)] for c in range(n)]
         X = [[T.dot([(-1.0, T.mul(H[c][i], W[j][c])) for c in range(n)]
@@ -589,10 +589,6 @@ def upsilon_step(T, b: BodyInfo, K, step, Y_parent):
             hch = T.dot([(H[c][i], _dot(T, C[c], [H[d][j] for d in range(n)])) for c in range(n)], X[i][j])
             Y[i][j] = Y[j][i] = T.name(hch, f"Y{t}_{i}{j}")
     return Y
-
-
-def _dot3(T, R, v):
-    return [_dot(T, R[3 * i:3 * i + 3], v) for i in range(3)]
 
 
 # ---- Newton-Euler inverse dynamics --------------------------------------------------------------------

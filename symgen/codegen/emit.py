@@ -27,6 +27,7 @@ from sympy.printing.c import C99CodePrinter
 
 from ..hinges.derive import NEEDS_U, Hinge
 from ..symbolic.spatial import stumpff
+from ..abi.layout import DERIVATIVE_PARTS, MATS_PART
 from .plan import model_batches
 
 #: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
@@ -736,12 +737,6 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices", "upsilon"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size, "mats_part": mats_part,
             "derivative_parts": sorted(DERIVATIVE_PARTS.values())}
-
-
-#: the translation units (SG_PART) of the derivative functions; the other parts never read a derivative kernel
-DERIVATIVE_PARTS = {"fd": 7, "id": 8}
-#: the translation unit of atbi_matrices, upsilon and the per-kind steps they call, when no other entry point does
-MATS_PART = 9
 
 
 def _emit_derivatives(bodies, L, layout, slugs, straight: bool) -> dict:

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..abi.layout import DERIVATIVE_PARTS
 from ..progress import step
 from .compile import OPT_FLAGS, BuildError, build_extension, build_module, module_key, stats
 from .sources import cached_model_sources
@@ -41,17 +42,13 @@ def fastcall_module(say=lambda s: None):
     return mod
 
 
-#: the parts of a model's C that hold the derivative functions (symgen.codegen.emit: FD's 7, ID's 8)
-DERIVATIVE_PARTS = (7, 8)
-
-
 def _compile_options(manifest: dict, derivatives: bool):
     """(flags, parts) of a model's module: without ``derivatives`` the derivative parts are left out and the
     module is compiled with -DSG_NO_DERIVATIVES (their functions return -2: compiled on first use)."""
     parts = manifest.get("parts")
     if derivatives:
         return OPT_FLAGS, parts
-    return OPT_FLAGS + ("-DSG_NO_DERIVATIVES",), [k for k in parts if k not in DERIVATIVE_PARTS] if parts else parts
+    return OPT_FLAGS + ("-DSG_NO_DERIVATIVES",), [k for k in parts if k not in DERIVATIVE_PARTS.values()] if parts else parts
 
 
 def module_of_sources(files: dict, manifest: dict, label: str, derivatives: bool = False):
