@@ -62,17 +62,19 @@ def sym_index(i: int, j: int) -> int:
 class ModelLayout:
     """Offsets of one model's arrays (see the module docstring).
 
-    ``hinges``: per body, parent before child, ``(nq, nu)`` of its hinge."""
+    ``hinges``: per body, parent before child, ``(nq, nu)`` of its hinge.  ``modes``: per body, its number of
+    modal coordinates (a flexible body's), which follow its hinge's in Q and in U (default none)."""
 
-    def __init__(self, hinges, loops=(), theta_blocks=()):
+    def __init__(self, hinges, loops=(), theta_blocks=(), modes=()):
         self.nqh = [int(nq) for nq, _ in hinges]
         self.nuh = [int(nu) for _, nu in hinges]
         self.nb = len(self.nuh)
+        self.modes = [int(x) for x in modes] or [0] * self.nb
         self.q0, self.u0, q, u = [], [], 0, 0
-        for nq, nu in zip(self.nqh, self.nuh):
+        for nq, nu, nm in zip(self.nqh, self.nuh, self.modes):
             self.q0.append(q)
             self.u0.append(u)
-            q, u = q + nq, u + nu
+            q, u = q + nq + nm, u + nu + nm
         self.nq, self.nu = q, u
         self.max_nu = max([1] + self.nuh)
         nu, m = self.nu, self.max_nu
@@ -124,7 +126,8 @@ class ModelLayout:
         return cls([(by_body[b["name"]]["q"][1] - by_body[b["name"]]["q"][0],
                      by_body[b["name"]]["u"][1] - by_body[b["name"]]["u"][0]) for b in manifest["bodies"]],
                    [(lc["nq"], lc["nu"]) for lc in manifest.get("loops", [])],
-                   manifest.get("parameters", {}).get("blocks", ()))
+                   manifest.get("parameters", {}).get("blocks", ()),
+                   [b.get("modes", 0) for b in manifest["bodies"]])
 
     def f_ext(self, k: int) -> int:
         """Offset in ``p`` of body k's external wrench."""

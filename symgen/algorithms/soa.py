@@ -62,6 +62,25 @@ class NotPositiveDefinite(Exception):
 
 
 @dataclass
+class FlexInfo:
+    """A flexible body's modes as the tracer sees them (constants): node positions ``s`` (3 each, body frame,
+    undeformed), masses ``m``, shapes ``Phi`` (per node 3 rows of n_modes: the node's translation per unit of
+    each mode), stiffness ``k`` and damping ``c`` per mode, and where the modal Q and U start."""
+
+    s: list
+    m: list
+    Phi: list
+    k: list
+    c: list
+    q0: int
+    u0: int
+
+    @property
+    def n(self) -> int:
+        return len(self.k)
+
+
+@dataclass
 class BodyInfo:
     """What the tracer knows of one body: constants (floats, or runtime inputs in the per-kind form), and where
     its runtime values come from."""
@@ -87,6 +106,7 @@ class BodyInfo:
     armature: list = None  # rotor inertia per hinge U (added to D, to M's diagonal, and as A Udot to T)
     tag: str = None        # suffix of this body's names in the C (default: its index; "" in the per-kind form)
     status: str = None     # C expression returned when D is not positive definite (default: k + 1)
+    flex: FlexInfo = None  # a flexible body's modes (None: rigid)
 
     def __post_init__(self):
         if self.tag is None:
@@ -315,7 +335,10 @@ def kinematics_step(T, b: BodyInfo, V_parent, u):
     Hu = _colsum(T, H, u)
     V = [T.name(x, f"V{b.tag}_{i}") for i, x in enumerate(_colsum(T, H, u, phiT(T, R, l, V_parent)))]
     a = _colsum(T, Hd, u, crm(T, V, Hu))
-    return {"R": R, "l": l, "H": H, "V": V, "a": a, "b": crf(T, V, matvec(T, b.M, V))}
+    K = {"R": R, "l": l, "H": H, "V": V, "a": a, "b": crf(T, V, matvec(T, b.M, V))}
+    if b.flex:
+        K["modal"] = modal_bias(T, b, modal_inertia(T, b), V)
+    return K
 
 
 def velocities(T, bodies, u):
@@ -366,6 +389,102 @@ def _accumulate(T, base, contributions):
                 out[i][j] = out[j][i] = T.dot([(1.0, c[i][j]) for c in contributions], base[i][j])
         return out
     return [T.dot([(1.0, c[i]) for c in contributions] + [(1.0, base[i])]) for i in range(6)]
+
+
+# ---- flexible bodies: the modes as a child of the body (Jain's modal "hinge", X = I) -------------------
+
+def _cross(T, a, b):
+    """a x b of 3-vectors (floats or traced values)."""
+    return [T.dot([(a[(i + 1) % 3], b[(i + 2) % 3]), (-1.0, T.mul(a[(i + 2) % 3], b[(i + 1) % 3]))]) for i in range(3)]
+
+
+def modal_inertia(T, b: BodyInfo) -> dict:
+    """The nodes of flexible body b at ``d_i = s_i + Phi_i eta`` (first order in eta), their mass matrix over
+    (V, etadot) in the body frame, ``sum_i m_i B_i^T B_i`` with ``B_i = [-d_i~, 1, Phi_i]``:
+
+        M_VV = the nodes' rigid inertia (m, h, J) about the body origin at their deformed positions,
+        M_Ve (6 x n) = sum m_i [d_i x Phi_i; Phi_i],   M_ee (n x n) = sum m_i Phi_i^T Phi_i (constant)."""
+    F, n = b.flex, b.flex.n
+    eta, etad = ([T.input(f"q[{F.q0 + j}]") for j in range(n)], [T.input(f"u[{F.u0 + j}]") for j in range(n)])
+    d = [[T.dot([(P[r][j], eta[j]) for j in range(n)], s[r]) for r in range(3)] for s, P in zip(F.s, F.Phi)]
+    m = float(sum(F.m))
+    h = [T.dot([(mi, di[r]) for mi, di in zip(F.m, d)]) for r in range(3)]
+    J = [[None] * 3 for _ in range(3)]
+    for r in range(3):
+        a, c = (r + 1) % 3, (r + 2) % 3
+        J[r][r] = T.dot([(mi, T.mul(di[x], di[x])) for mi, di in zip(F.m, d) for x in (a, c)])
+        for q in range(r + 1, 3):
+            J[r][q] = J[q][r] = T.dot([(-mi, T.mul(di[r], di[q])) for mi, di in zip(F.m, d)])
+    cols = []                                                   # M_Ve, one column per mode
+    for j in range(n):
+        top = [[] for _ in range(3)]
+        for mi, di, P in zip(F.m, d, F.Phi):
+            for r, x in enumerate(_cross(T, di, [P[x][j] for x in range(3)])):
+                top[r].append((mi, x))
+        bottom = [sum(mi * P[r][j] for mi, P in zip(F.m, F.Phi)) for r in range(3)]
+        cols.append([T.name(T.dot(t), f"Mve{b.tag}_{j}_{r}") for r, t in enumerate(top)] + bottom)
+    Mee = [[sum(mi * sum(P[r][j] * P[r][l] for r in range(3)) for mi, P in zip(F.m, F.Phi)) for l in range(n)]
+           for j in range(n)]
+    return {"eta": eta, "etad": etad, "d": d, "m": m, "h": h, "J": J, "MVV": rigid_inertia(m, h, J),
+            "MVe": cols, "Mee": Mee}
+
+
+def modal_bias(T, b: BodyInfo, Mi: dict, V) -> dict:
+    """The nodes' velocity terms at body velocity V = [w; v]: each node accelerates by
+    ``B_i [alpha; etaddot] + c_i``, ``c_i = w x (v + w x d_i) + 2 w x Phi_i etadot``, so
+
+        b_V = sum m_i [d_i x c_i; c_i],   b_e = sum m_i Phi_i^T c_i.   Returns Mi with b_V and b_e."""
+    F, n, w, v = b.flex, b.flex.n, V[:3], V[3:]
+    bV, be = [[] for _ in range(6)], [[] for _ in range(n)]
+    for mi, di, P in zip(F.m, Mi["d"], F.Phi):
+        e = [T.dot([(P[r][j], Mi["etad"][j]) for j in range(n)]) for r in range(3)]       # Phi_i etadot
+        t = [T.add(x, y) for x, y in zip(v, _cross(T, w, di))]                            # v + w x d_i
+        c = [T.dot([(1.0, x), (2.0, y)]) for x, y in zip(_cross(T, w, t), _cross(T, w, e))]
+        for r, x in enumerate(_cross(T, di, c) + c):
+            bV[r].append((mi, x))
+        for j in range(n):
+            be[j] += [(mi * P[r][j], c[r]) for r in range(3)]
+    return {**Mi, "bV": [T.dot(x) for x in bV], "be": [T.dot(x) for x in be]}
+
+
+def modal_tip(T, b: BodyInfo, Mk: dict, T_m) -> tuple:
+    """Body b's modes eliminated as a hinge is (tip to base; the modes see the body's acceleration alpha):
+
+        D = M_ee,  G = M_Ve D^-1,  eps = T_m - k eta - c etadot - b_e,  nu = D^-1 eps
+        P_f = M_VV - G M_Ve^T,   z_f = b_V + G eps
+
+    (P_f, z_f) join the body's P and z as a child's push does.  Returns (step {G, nu}, (P_f, z_f))."""
+    F, n = b.flex, b.flex.n
+    Dinv = _ldl_inverse(T, Mk["Mee"], b)
+    G = [[_dot(T, [Mk["MVe"][m][i] for m in range(n)], [Dinv[m][c] for m in range(n)]) for c in range(n)]
+         for i in range(6)]
+    eps = [T.name(T.dot([(-F.k[j], Mk["eta"][j]), (-F.c[j], Mk["etad"][j]), (-1.0, Mk["be"][j])], T_m[j]),
+                  f"epsm{b.tag}_{j}") for j in range(n)]
+    nu = [_dot(T, Dinv[j], eps) for j in range(n)]
+    P = [[None] * 6 for _ in range(6)]
+    for i in range(6):
+        for j in range(i, 6):
+            P[i][j] = P[j][i] = T.dot([(-1.0, T.mul(G[i][c], Mk["MVe"][c][j])) for c in range(n)], Mk["MVV"][i][j])
+    z = [_dot(T, G[i], eps, Mk["bV"][i]) for i in range(6)]
+    return {"G": G, "nu": nu}, (P, z)
+
+
+def modal_base(T, b: BodyInfo, mstep: dict, alpha) -> list:
+    """Body b's modal accelerations from its acceleration alpha: etaddot = nu - G^T alpha."""
+    return [T.dot([(-1.0, T.mul(mstep["G"][i][j], alpha[i])) for i in range(6)], mstep["nu"][j])
+            for j in range(b.flex.n)]
+
+
+def modal_forces(T, b: BodyInfo, Mk: dict, alpha, etadd) -> tuple:
+    """Newton-Euler for body b's nodes at its acceleration alpha and the modal accelerations: the force they
+    need from the body, ``f_f = M_VV alpha + M_Ve etaddot + b_V``, and the modal forces,
+    ``T_m = M_Ve^T alpha + M_ee etaddot + b_e + k eta + c etadot``."""
+    F, n = b.flex, b.flex.n
+    f = [T.dot([(Mk["MVe"][j][i], etadd[j]) for j in range(n)], T.add(_dot(T, Mk["MVV"][i], alpha), Mk["bV"][i]))
+         for i in range(6)]
+    tau = [T.dot([(Mk["Mee"][j][l], etadd[l]) for l in range(n)] + [(F.k[j], Mk["eta"][j]), (F.c[j], Mk["etad"][j])],
+                 T.add(_dot(T, Mk["MVe"][j], alpha), Mk["be"][j])) for j in range(n)]
+    return f, tau
 
 
 # ---- ATBI forward dynamics ----------------------------------------------------------------------------
@@ -459,11 +578,18 @@ def atbi_factor(T, bodies, kin, Tin, f_ext):
     """:func:`atbi_tip` over the bodies, tip to base.  Returns each body's step (P, D, Dinv, G, eps, nu)."""
     Pc, zc, step = [[] for _ in bodies], [[] for _ in bodies], [None] * len(bodies)
     for b in reversed(bodies):
+        if b.flex:
+            T.comment(f"body {b.k} '{b.name}': its modes, eliminated into the body (a child with X = I)")
+            mstep, push = modal_tip(T, b, kin[b.k]["modal"], Tin[b.flex.u0:b.flex.u0 + b.flex.n])
+            Pc[b.k].append(push[0])
+            zc[b.k].append(push[1])
         T.comment(f"body {b.k} '{b.name}' tip to base: P = M + sum phi P+ phi^T, z = P a + b - f_ext + sum phi z+")
         step[b.k], push = atbi_tip(T, b, kin[b.k], Pc[b.k], zc[b.k], Tin[b.u0:b.u0 + b.nu], f_ext(b.k))
         if push:
             Pc[b.parent].append(push[0])
             zc[b.parent].append(push[1])
+        if b.flex:
+            step[b.k]["modal"] = mstep
     return step
 
 
@@ -489,6 +615,9 @@ def atbi(T: Tape, bodies, n_u: int, io):
         udot, alpha[b.k] = atbi_base(T, b, kin[b.k], step[b.k], alpha[b.parent] if not b.root else g0)
         for c, x in enumerate(udot):
             T.store(io.out(b.u0 + c), x)
+        if b.flex:
+            for j, x in enumerate(modal_base(T, b, step[b.k]["modal"], alpha[b.k])):
+                T.store(io.out(b.flex.u0 + j), x)
     T.ret(0)
 
 
@@ -624,11 +753,15 @@ def newton_euler(T, bodies, kin, udot, io) -> list:
     :func:`rnea_tip` tip to base."""
     T.comment("base to tip: alpha = phi^T alpha_parent + H Udot + a;  f = M alpha + b - f_ext")
     alpha, f, g0 = [None] * len(bodies), [None] * len(bodies), gravity_acceleration(T, io.gravity(T))
+    fc, out = [[] for _ in bodies], [0.0] * n_of(bodies)
     for b in bodies:
         alpha[b.k], f[b.k] = rnea_base(T, b, kin[b.k], alpha[b.parent] if not b.root else g0,
                                        udot[b.u0:b.u0 + b.nu], io.f_ext(T, b.k))
+        if b.flex:                         # the nodes: a child with X = I; their modal forces
+            ff, out[b.flex.u0:b.flex.u0 + b.flex.n] = modal_forces(
+                T, b, kin[b.k]["modal"], alpha[b.k], udot[b.flex.u0:b.flex.u0 + b.flex.n])
+            fc[b.k].append(ff)
     T.comment("tip to base: f_parent += phi f;  T = H^T f")
-    fc, out = [[] for _ in bodies], [0.0] * n_of(bodies)
     for b in reversed(bodies):
         tau, push = rnea_tip(T, b, kin[b.k], f[b.k], fc[b.k], udot[b.u0:b.u0 + b.nu])
         out[b.u0:b.u0 + b.nu] = tau
@@ -638,8 +771,8 @@ def newton_euler(T, bodies, kin, udot, io) -> list:
 
 
 def n_of(bodies) -> int:
-    """nU of the bodies."""
-    return max([b.u0 + b.nu for b in bodies] + [0])
+    """nU of the bodies (their modes included)."""
+    return max([b.u0 + b.nu for b in bodies] + [b.flex.u0 + b.flex.n for b in bodies if b.flex] + [0])
 
 
 def atbi_derivatives(T, bodies, n_u: int, io, groups):
@@ -753,6 +886,13 @@ def crba_up(T, K, F):
     return [phi(T, K["R"], K["l"], f) for f in F]
 
 
+@dataclass
+class _Modes:
+    """A flexible body's modal coordinates as a block of M (where their U start, how many)."""
+    u0: int
+    nu: int
+
+
 def _ancestors(bodies, b):
     """b's strict ancestors, nearest first."""
     out = []
@@ -767,7 +907,8 @@ def crba(T: Tape, bodies, n_u: int, io):
     (:func:`crba_composite`), then each body's columns F = Ic H walked up its ancestors j (:func:`crba_rows`,
     :func:`crba_up`): M[j, b] = M[b, j]^T = H_j^T F."""
     related = sum(b.nu * (a.nu if a is not b else 0) for b in bodies for a in _ancestors(bodies, b)) * 2 \
-        + sum(b.nu * b.nu for b in bodies)
+        + sum(b.nu * b.nu for b in bodies) \
+        + sum(b.flex.n * (b.flex.n + 2 * sum(a.nu for a in [b] + _ancestors(bodies, b))) for b in bodies if b.flex)
     # a fill loop first when at least 40% of M is structural zeros (one loop beats a store per zero there)
     fill = 5 * (n_u * n_u - related) >= 2 * n_u * n_u
     if fill:
@@ -777,6 +918,9 @@ def crba(T: Tape, bodies, n_u: int, io):
     T.comment("composite inertias tip to base: (m, h, J)c = (m, h, J) + sum phi (m, h, J)c_child phi^T")
     Ic, acc = [None] * len(bodies), [[] for _ in bodies]
     for b in reversed(bodies):
+        if b.flex:                            # the nodes at their deformed positions: a child with X = I
+            kin[b.k]["modal"] = Mk = modal_inertia(T, b)
+            acc[b.k].append((Mk["m"], Mk["h"], Mk["J"]))
         Ic[b.k], push = crba_composite(T, b, kin[b.k], acc[b.k])
         if push:
             acc[b.parent].append(push)
@@ -798,6 +942,15 @@ def crba(T: Tape, bodies, n_u: int, io):
         for j, child in zip(_ancestors(bodies, b), [b] + _ancestors(bodies, b)):
             F = crba_up(T, kin[child.k], F)
             store(j, b, crba_rows(T, j, kin[j.k], F))
+    for b in bodies:
+        if b.flex:                            # the modes' columns: F = M_Ve at the body, M[modes, modes] = M_ee
+            Mk, modes = kin[b.k]["modal"], _Modes(b.flex.u0, b.flex.n)
+            store(modes, modes, Mk["Mee"])
+            F = Mk["MVe"]
+            store(b, modes, crba_rows(T, b, kin[b.k], F))
+            for j, child in zip(_ancestors(bodies, b), [b] + _ancestors(bodies, b)):
+                F = crba_up(T, kin[child.k], F)
+                store(j, modes, crba_rows(T, j, kin[j.k], F))
     assert len(done) == related
     if not fill:
         for r in range(n_u):

@@ -435,8 +435,9 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     ``R`` (3x3 body in newtonian), ``p`` (3), ``J`` (6 x nU, body frame), ``Jdot`` (6 x nU).
     """
     nb = len(model.bodies)
-    nu = sum(layout[b.name]["nu"] for b in model.bodies)
-    nq = sum(layout[b.name]["nq"] for b in model.bodies)
+    n_modes = [layout[b.name].get("modes", {}).get("n", 0) for b in model.bodies]
+    nu = sum(layout[b.name]["nu"] for b in model.bodies) + sum(n_modes)
+    nq = sum(layout[b.name]["nq"] for b in model.bodies) + sum(n_modes)
     index = {b.name: i for i, b in enumerate(model.bodies)}
     max_nu = max([1] + [layout[b.name]["nu"] for b in model.bodies])
     from ..abi.layout import ModelLayout
@@ -445,7 +446,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
 
     blocks = resolve(model, [layout[b.name]["nu"] for b in model.bodies])
     ML = ModelLayout([(layout[b.name]["nq"], layout[b.name]["nu"]) for b in model.bodies],
-                     [(d["nq"], d["nu"]) for d in loops], blocks)
+                     [(d["nq"], d["nu"]) for d in loops], blocks, n_modes)
     theta0 = nominal_theta(model, ML.theta_blocks)
     B = ML.kinematics.size
 
@@ -482,6 +483,13 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
                 sanitize.append(f"sg_{s}_sanitize(q + {q0}, u, 0, out + {q0});  /* hinge '{b.hinge_name}' */")
             else:
                 sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")
+        if "modes" in L:                           # a flexible body's modal coordinates: Qdot = U, nothing to sanitize
+            (mq0, mq1), mu0 = L["modes"]["q"], L["modes"]["u"][0]
+            qdot += [f"out[{mq0 + i}] = u[{mu0 + i}];" + ("" if i else f"  /* '{b.name}' modes */")
+                     for i in range(mq1 - mq0)]
+            qdot_map.append(f"for (i = 0; i < {mq1 - mq0}; ++i) out[({mq0} + i) * {nu} + {mu0} + i] = 1.0;  "
+                            f"/* '{b.name}' modes */")
+            sanitize.append(f"for (i = {mq0}; i < {mq1}; ++i) out[i] = q[i];  /* '{b.name}' modes */")
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
     dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form, derivatives and not loops)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size)
@@ -493,9 +501,10 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
                      f"for (i = 0; i < {nq * nq}; ++i) out[i] = 0.0;"]
     qdot_map_lines = [f"int i;  /* out = N(Q) (nQ x nU, row-major): Qdot = N U */",
                       f"for (i = 0; i < {nq * nu}; ++i) out[i] = 0.0;"]
-    if qdot_map:
+    if any("N[" in ln for ln in qdot_map):
         qdot_map_lines = [qdot_map_lines[0].replace("int i;", "int i, j;"), f"double N[{max_nq * max_nu}];",
-                          qdot_map_lines[1]] + qdot_map
+                          qdot_map_lines[1]]
+    qdot_map_lines += qdot_map
     if qdot_dq:
         qdot_dq_lines = [f"int i, j;  /* out = d Qdot / d Q (nQ x nQ, row-major), Qdot = N(Q) U */",
                          f"double N[{max_nq * max_nq}];", f"for (i = 0; i < {nq * nq}; ++i) out[i] = 0.0;"] + qdot_dq
@@ -668,8 +677,21 @@ def body_infos(model, layout, slugs, index) -> list:
             M=[[float(x) for x in row] for row in M],
             X_const=st["transform"], H_const=st["coord_map"], Hd_const=st["coord_map_dot"],
             X_alias=st["transform_alias"], H_alias=st["coord_map_alias"], Hd_alias=st["coord_map_dot_alias"],
-            armature=[float(a) for a in b.armature] or None))
+            armature=[float(a) for a in b.armature] or None, flex=_flex_info(b, L)))
     return bodies
+
+
+def _flex_info(b, L):
+    """A flexible body's modes for the tracer (:class:`symgen.algorithms.soa.FlexInfo`), None for a rigid one."""
+    from ..algorithms import soa
+
+    if not b.n_modes:
+        return None
+    F, n = b.flex, b.n_modes
+    return soa.FlexInfo(s=[[float(x) for x in nd.pos] for nd in F.nodes], m=[float(nd.mass) for nd in F.nodes],
+                        Phi=[[[float(md.shape[i][r]) for md in F.modes] for r in range(3)] for i in range(len(F.nodes))],
+                        k=[F.stiffness(j) for j in range(n)], c=[F.damping(j) for j in range(n)],
+                        q0=L["modes"]["q"][0], u0=L["modes"]["u"][0])
 
 
 def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", derivatives=False) -> dict:
@@ -686,7 +708,20 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     if form not in soa.FORMS:
         raise ValueError(f"form must be one of {', '.join(map(repr, soa.FORMS))}, not {form!r}")
     bodies = body_infos(model, layout, slugs, index)
+    flexible = [b.name for b in bodies if b.flex]
     traced = _traced_dynamics(bodies, L, layout, slugs, straight=form == "auto")
+    if flexible and not all(traced[k] for k in ("fd", "id", "mm")):
+        from ..model import ModelError
+
+        raise ModelError(f"{model.source or model.name}: flexible bodies ({', '.join(flexible)}) have the "
+                         "straight-line dynamics only, and " +
+                         ("this build asks for the per-kind form (form='per_kind')" if form != "auto" else
+                          "this model is past symgen.algorithms.soa's size limits"))
+    if flexible and derivatives:
+        from ..model import ModelError
+
+        raise ModelError(f"{model.source or model.name}: derivatives of models with flexible bodies "
+                         f"({', '.join(flexible)}) are not generated yet; build it without derivatives")
     if L.theta_blocks and not (traced["fd"] and traced["mm"]):
         from ..model import ModelError
 
@@ -695,9 +730,14 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                             "this model is past symgen.algorithms.soa's size limits") + "; build it without parameters=")
     lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"])
     per_kind = PerKindForm(bodies, L, name)
-    drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None) + ("mats", "upsilon"))
+    drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
+                            + (() if flexible else ("mats", "upsilon")))
     fd = traced["fd"] or [f"return sg_{name}_fd_per_kind(q, u, p, out, 0);"]
     mats = drivers.get("mats") or [f"double udot[{max(L.nu, 1)}];", f"return sg_{name}_fd_per_kind(q, u, p, udot, out);"]
+    if flexible:               # the per-kind steps know no modes: these two refuse (status -1) rather than mislead
+        refuse = ["(void)q; (void)u; (void)p; (void)out;",
+                  "return -1;  /* not available for a model with flexible bodies (the per-kind form has no modes) */"]
+        mats, drivers["upsilon"] = refuse, list(refuse)
     id_, mm = traced["id"] or drivers["id"], traced["mm"] or drivers["mm"]
     # long functions are compiled as translation units of their own, in parallel (templates/model.c.jinja)
     long_ = lambda lines: len(lines) >= soa.SPLIT_MIN_LINES  # noqa: E731
@@ -946,7 +986,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     for text in T.live_inputs():
         m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
         size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
-    strides = {"q": sum(layout[b.name]["nq"] for b in bodies), "u": nu, "p": p_stride}
+    strides = {"q": sum(layout[b.name]["nq"] + (b.flex.n if b.flex else 0) for b in bodies), "u": nu, "p": p_stride}
     ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
     # the hinge kernels' outputs the live code reads: per lane, the scalar kernel into k_out, then its entries
     calls = _HingeCalls(layout, slugs)

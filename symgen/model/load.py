@@ -15,6 +15,9 @@ Format (keys not listed are errors)::
         pnode: {xyz: [0, 0, 0]}                     # on this body; optional
         frames:                                     # optional named body-fixed frames
           - {name: star_tracker, xyz: [0.5, 0, 1], rpy: [0, 0, 0]}
+        flex:                                       # optional: a flexible body (assumed modes, lumped nodes)
+          nodes: [{name: tip, pos: [2, 0, 0], mass: 0.5}]          # body frame, undeformed; each node is a frame
+          modes: [{frequency: 1.2, damping: 0.005, shape: {tip: [0, 0, 1]}}]   # Hz, ratio, node translations
     frames:                       # optional frames fixed on the newtonian (ground anchors for loops)
       - {name: anchor, xyz: [1, 0, 0], rpy: [0, 0, 0]}
     loops:                        # optional cut joints (closed chains): the hinge runs from the source frame
@@ -31,13 +34,16 @@ from pathlib import Path
 import numpy as np
 
 from .inertia import check_mass_fields, model_err, validate_inertias
-from .spec import NEWTONIAN, Body, Frame, LoopConstraint, Model, ModelError, Pose, rpy_matrix
+from .spec import NEWTONIAN, Body, Flex, FlexMode, FlexNode, Frame, LoopConstraint, Model, ModelError, Pose, rpy_matrix
 from .mjcf import MJCF_SUFFIXES, load_mjcf, root_tag
 from .urdf import load_urdf
 from .validate import Ctx, as_floats, check_keys, check_name, check_number, check_vector
 
 TOP_KEYS = {"name", "gravity", "bodies", "frames", "loops"}
-BODY_KEYS = {"name", "parent", "mass", "com", "inertia", "hinge", "onode", "pnode", "frames"}
+BODY_KEYS = {"name", "parent", "mass", "com", "inertia", "hinge", "onode", "pnode", "frames", "flex"}
+FLEX_KEYS = {"nodes", "modes"}
+NODE_KEYS = {"name", "pos", "mass"}
+MODE_KEYS = {"frequency", "damping", "shape"}
 POSE_KEYS = {"xyz", "rpy", "quat"}
 FRAME_KEYS = {"name", "xyz", "rpy", "quat"}
 LOOP_KEYS = {"name", "source", "target", "hinge"}
@@ -58,6 +64,75 @@ def _frame(ctx, where: str, f, body: str, names: set) -> Frame:
         raise ctx.err(where, f"duplicate frame name '{name}'")
     names.add(name)
     return Frame(name, body, _pose_fields(ctx, where, f))
+
+
+def _flex(ctx, where: str, d, frame_names: set, warnings: list) -> Flex:
+    """A body's ``flex:`` field: its lumped-mass nodes (each a frame, so each name must be new) and its modes
+    (translations of the nodes per unit modal coordinate; a node a mode leaves out does not move in it)."""
+    where = f"{where}: field 'flex'"
+    check_keys(ctx, where, d, FLEX_KEYS, required=("nodes",))
+    if not isinstance(d["nodes"], list) or not d["nodes"]:
+        raise ctx.err(where, "field 'nodes' must be a non-empty list of {name, pos, mass}")
+    nodes = []
+    for j, n in enumerate(d["nodes"]):
+        w = f"{where}: nodes[{j}]"
+        check_keys(ctx, w, n, NODE_KEYS, required=("name", "pos", "mass"))
+        name = check_name(ctx, w, n["name"])
+        if name in frame_names:
+            raise ctx.err(w, f"duplicate frame name '{name}' (a node is a frame)")
+        frame_names.add(name)
+        m = check_number(ctx, w, "mass", n["mass"])
+        if m < 0:
+            raise ctx.err(w, f"field 'mass' must not be negative, got {m}")
+        nodes.append(FlexNode(name, tuple(check_vector(ctx, w, "pos", n["pos"], 3).tolist()), float(m)))
+    raw = d.get("modes", []) or []
+    if not isinstance(raw, list):
+        raise ctx.err(where, "field 'modes' must be a list of {frequency, damping, shape}")
+    index, modes = {n.name: i for i, n in enumerate(nodes)}, []
+    for k, md in enumerate(raw):
+        w = f"{where}: modes[{k}]"
+        check_keys(ctx, w, md, MODE_KEYS, required=("frequency", "shape"))
+        f = check_number(ctx, w, "frequency", md["frequency"])
+        z = check_number(ctx, w, "damping", md.get("damping", 0.0))
+        if not f > 0 or z < 0:
+            raise ctx.err(w, f"frequency must be positive (Hz) and damping (a ratio) not negative, got {f}, {z}")
+        if not isinstance(md["shape"], dict) or not md["shape"]:
+            raise ctx.err(w, "field 'shape' must map node names to their translations [x, y, z] (body axes)")
+        shape = [(0.0, 0.0, 0.0)] * len(nodes)
+        for node, v in md["shape"].items():
+            if node not in index:
+                raise ctx.err(w, f"field 'shape': unknown node {node!r} (nodes: {', '.join(index)})")
+            if isinstance(v, (list, tuple)) and len(v) == 6:
+                raise ctx.err(w, f"field 'shape': node '{node}' has 6 numbers; rotational mode shapes are not "
+                                 "supported (the nodes are particles): give its translation [x, y, z]")
+            shape[index[node]] = tuple(check_vector(ctx, w, f"shape: {node}", v, 3).tolist())
+        modes.append(FlexMode(float(f), float(z), tuple(shape)))
+    flex = Flex(tuple(nodes), tuple(modes))
+    mk = [flex.modal_mass(k) for k in range(len(modes))]
+    for k, m in enumerate(mk):
+        if not m > 0:
+            raise ctx.err(f"{where}: modes[{k}]", "the mode moves no node mass (modal mass 0): it has no dynamics")
+    for k in range(len(modes)):
+        for j in range(k):
+            mkj = sum(n.mass * float(np.dot(a, b)) for n, a, b in zip(nodes, modes[k].shape, modes[j].shape))
+            if abs(mkj) > 1e-6 * math.sqrt(mk[k] * mk[j]):
+                warnings.append(f"{where}: modes {j} and {k} are not mass-orthogonal over the nodes "
+                                f"(m_jk = {mkj:.3g}); the dynamics use the full modal mass matrix, but each mode's "
+                                "stiffness is (2 pi f)^2 m_k, so the frequencies are not exactly the ones given")
+    return flex
+
+
+def lump_nodes(m, com, J, nodes) -> tuple:
+    """(mass, com, inertia about the com) of a rigid body (m, com, J about its com) with point masses added
+    at the nodes' positions (parallel-axis theorem)."""
+    com, J = np.asarray(com, float), np.asarray(J, float)
+    pts = [(float(n.mass), np.asarray(n.pos, float)) for n in nodes]
+    mt = float(m) + sum(mi for mi, _ in pts)
+    c = (m * com + sum(mi * p for mi, p in pts)) / mt if mt > 0 else com
+    def shift(mi, p):                       # a mass at p seen about c: mi (|r|^2 1 - r r^T), r = p - c
+        r = p - c
+        return mi * (np.dot(r, r) * np.eye(3) - np.outer(r, r))
+    return mt, c, J + shift(m, com) + sum((shift(mi, p) for mi, p in pts), np.zeros((3, 3)))
 
 
 def _pose_fields(ctx, where, d) -> Pose:
@@ -167,7 +242,7 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
     if not isinstance(raw, list) or not raw:
         raise ctx.err("model", "field 'bodies' must be a non-empty list")
     bodies, frames, seen, hinge_names = {}, [], {NEWTONIAN}, set()
-    frame_names = {NEWTONIAN}
+    frame_names, flex_warnings = {NEWTONIAN}, []
     for i, b in enumerate(raw):
         where = f"bodies[{i}]"
         if isinstance(b, dict) and isinstance(b.get("name"), str) and b["name"].strip():
@@ -189,13 +264,20 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
         hinge_names.add(hname)
         onode, pnode = place_nodes(parse_pose(ctx, f"{where}: field 'onode'", b.get("onode")),
                                    parse_pose(ctx, f"{where}: field 'pnode'", b.get("pnode")), hspec.params)
-        bodies[bname] = Body(bname, parent, m, tuple(com.tolist()), tuple(map(tuple, J.tolist())), hname,
-                             hspec.hinge_type, hparams, onode, pnode, armature, q0, default)
         fl = b.get("frames", [])
         if not isinstance(fl, list):
             raise ctx.err(where, "field 'frames' must be a list")
         for j, f in enumerate(fl):
             frames.append(_frame(ctx, f"{where}: frames[{j}]", f, bname, frame_names))
+        flex = _flex(ctx, where, b["flex"], frame_names, flex_warnings) if b.get("flex") is not None else None
+        if flex is not None and not flex.modes:
+            # no modes: the nodes are particles fixed on the body, so the body is rigid (what it was before its
+            # modes were added) with the nodes in its mass properties, and each node a body-fixed frame
+            m, com, J = lump_nodes(m, com, J, flex.nodes)
+            frames += [Frame(n.name, bname, Pose(xyz=n.pos)) for n in flex.nodes]
+            flex = None
+        bodies[bname] = Body(bname, parent, m, tuple(com.tolist()), tuple(map(tuple, J.tolist())), hname,
+                             hspec.hinge_type, hparams, onode, pnode, armature, q0, default, flex)
     gl = data.get("frames", []) or []
     if not isinstance(gl, list):
         raise ctx.err("model", "field 'frames' must be a list (frames fixed on the newtonian)")
@@ -234,8 +316,12 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
                                  "q0 or default_transform)")
         _, spec, params, *_ = _hinge(ctx, where, h, lname)
         loops.append(LoopConstraint(lname, lc["source"], lc["target"], str(h["type"]).upper(), params))
-    return validate_inertias(Model(str(mname), order, frames, loops, gravity, path), model_err(path, "body"),
-                             balance_inertia, accept_indefinite_inertia)
+    if loops and any(b.flex for b in order):
+        raise ctx.err("model", "closed chains (loops:) in a model with flexible bodies (flex:) are not supported yet")
+    model = validate_inertias(Model(str(mname), order, frames, loops, gravity, path), model_err(path, "body"),
+                              balance_inertia, accept_indefinite_inertia)
+    model.warnings.extend(flex_warnings)
+    return model
 
 
 def _topological(ctx, bodies: dict) -> list:

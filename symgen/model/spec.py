@@ -8,6 +8,7 @@ frame fixed on the parent (pose ``onode`` in the parent body frame), the *pnode*
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,6 +79,43 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class FlexNode:
+    """A lumped-mass node of a flexible body: a particle of ``mass`` at ``pos`` (body frame, undeformed)."""
+    name: str
+    pos: tuple
+    mass: float
+
+
+@dataclass(frozen=True)
+class FlexMode:
+    """One assumed mode of a flexible body: natural frequency (Hz), damping ratio, and its shape: the
+    translation of each node (body axes) per unit modal coordinate, one 3-vector per node in ``nodes`` order."""
+    frequency: float
+    damping: float
+    shape: tuple
+
+
+@dataclass(frozen=True)
+class Flex:
+    """A body's flexibility (assumed modes): lumped-mass nodes on the undeformed body and its modes.  Node i
+    sits at ``d_i = s_i + sum_k Phi_ik eta_k`` in the body frame (first order in the modal coordinates eta);
+    mode k has stiffness ``(2 pi f_k)^2 m_k`` and damping ``2 zeta_k (2 pi f_k) m_k`` with the modal mass
+    ``m_k = sum_i m_i |Phi_ik|^2``."""
+    nodes: tuple
+    modes: tuple = ()
+
+    def modal_mass(self, k: int) -> float:
+        return float(sum(n.mass * sum(x * x for x in sh) for n, sh in zip(self.nodes, self.modes[k].shape)))
+
+    def stiffness(self, k: int) -> float:
+        w = 2.0 * math.pi * self.modes[k].frequency
+        return w * w * self.modal_mass(k)
+
+    def damping(self, k: int) -> float:
+        return 2.0 * self.modes[k].damping * 2.0 * math.pi * self.modes[k].frequency * self.modal_mass(k)
+
+
+@dataclass(frozen=True)
 class Body:
     name: str
     parent: str
@@ -92,6 +130,11 @@ class Body:
     armature: tuple = ()        # rotor inertia added to D (and to M's diagonal), one per hinge U; () = none
     q0: tuple = ()              # the hinge's default Q (mb.default_q()); () = its neutral Q
     default_transform: Pose = None   # Simbody setDefaultTransform: the X_op whose Q (fit_q at build) is q0
+    flex: Flex = None           # flexible body: lumped nodes and assumed modes (None: rigid)
+
+    @property
+    def n_modes(self) -> int:
+        return len(self.flex.modes) if self.flex else 0
 
     def hinge_kwargs(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else v)

@@ -198,7 +198,7 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
     from ..codegen.render import render_model
 
     name = model_identifier(model.name)
-    files, slugs, layout, hinges, specs = {}, {}, {}, {}, {}
+    files, slugs, layout, hinges, specs, modes = {}, {}, {}, {}, {}, {}
     kernel_sets: dict = {}  # bound spec key -> hinge_sources(h): each spec derived and emitted once
     qo = uo = 0
     with progress.bar("derive", len(model.bodies), "hinge kernels") as bar:
@@ -221,6 +221,15 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
             if b.default_transform is not None:
                 hinges[b.hinge_name]["default_transform"] = b.default_transform.matrix.tolist()
             qo, uo = qo + h.nq, uo + h.nu
+            if b.n_modes:                          # a flexible body's modal coordinates follow its hinge's
+                n = b.n_modes
+                layout[b.name]["modes"] = {"n": n, "q": (qo, qo + n), "u": (uo, uo + n)}
+                for k, md in enumerate(b.flex.modes):
+                    modes[f"{b.name}.mode{k}"] = {"body": b.name, "index": k, "q": [qo + k, qo + k + 1],
+                                                  "u": [uo + k, uo + k + 1], "frequency": md.frequency,
+                                                  "damping": md.damping, "modal_mass": b.flex.modal_mass(k),
+                                                  "stiffness": b.flex.stiffness(k)}
+                qo, uo = qo + n, uo + n
             bar.update(1)
     loops, loop_manifest = _loop_specs(model, files, specs)
     header, source, parts, forms = render_model(model, layout, slugs, name, loops=loops, form=form,
@@ -235,13 +244,24 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
     manifest = {"name": name, "model": model.name, "source": str(model.source), "nq": qo, "nu": uo,
                 "nb": len(model.bodies), "gravity": list(model.gravity),
                 "bodies": [{"name": b.name, "parent": b.parent, "hinge": b.hinge_name, "mass": b.mass,
-                            "com": list(b.com), "inertia": [list(r) for r in b.inertia]} for b in model.bodies],
-                "frames": frames, "hinges": hinges, "hinge_specs": specs,
+                            "com": list(b.com), "inertia": [list(r) for r in b.inertia], **_flex_manifest(b)}
+                           for b in model.bodies],
+                "frames": frames, "hinges": hinges, "hinge_specs": specs, "modes": modes,
                 "loops": loop_manifest, "parts": parts, "forms": forms, "parameters": _parameters_manifest(model, layout),
                 "warnings": list(model.warnings)}
     if model.mujoco is not None:
         manifest["mujoco"] = dict(model.mujoco)
     return files, manifest
+
+
+def _flex_manifest(b) -> dict:
+    """A flexible body's modes and nodes in the manifest (none for a rigid body): what the runtime's node frames
+    and ``symgen info`` read.  ``shape``: per node, its translation per unit of each mode (3 x n_modes)."""
+    if not b.n_modes:
+        return {}
+    return {"modes": b.n_modes, "nodes": [
+        {"name": n.name, "pos": list(n.pos), "mass": n.mass,
+         "shape": [[md.shape[i][r] for md in b.flex.modes] for r in range(3)]} for i, n in enumerate(b.flex.nodes)]}
 
 
 def _parameters_manifest(model, layout) -> dict:

@@ -103,6 +103,15 @@ class ModelBinding:
                   for k, v in manifest["frames"].items()}
         self._frame_list = tuple(frames[n] for n in self.frame_names)
         self._frame_index = {n: i for i, n in enumerate(self.frame_names)}
+        #: a flexible body's nodes, frames that move with its modes: {name: (body index, s (3), Phi (3 x n),
+        #: its modes' Q slice, U slice)} (node_data); not in frame_names (the C's frame tables are body-fixed)
+        self.nodes = {}
+        for k, b in enumerate(manifest["bodies"]):
+            mine = [m for m in (manifest.get("modes") or {}).values() if m["body"] == b["name"]]
+            for nd in b.get("nodes", ()):
+                self.nodes[nd["name"]] = (k, np.array(nd["pos"], float), np.array(nd["shape"], float).reshape(3, -1),
+                                          slice(mine[0]["q"][0], mine[-1]["q"][1]),
+                                          slice(mine[0]["u"][0], mine[-1]["u"][1]))
         self.Handle = type("FrameHandle", (FrameHandle,), {"__slots__": (), "_model": self.name,
                                                            "_names": self.frame_names})
         self._fb, self._dbl = self.ffi.from_buffer, self.ffi.typeof("double[]")
@@ -496,7 +505,9 @@ class ModelBinding:
 
     def frame_data(self, Q, U, frame):
         """(R, p, J, Jdot) of a frame (name or handle) for every state (batched arrays): the frame on body b at
-        ``X_bf`` has ``J_f = phi^T(b, f) J_b``."""
+        ``X_bf`` has ``J_f = phi^T(b, f) J_b``; a flexible body's node: :meth:`node_data`."""
+        if self.nodes and isinstance(frame, str) and frame in self.nodes:
+            return self.node_data(Q, U, frame)
         b, Rbf, lbf = self.frame(frame)
         n = Q.shape[0]
         if b < 0:  # newtonian, or a frame fixed on it: its placement, no Jacobian columns
@@ -505,6 +516,20 @@ class ModelBinding:
         R, p, J, Jd = self.bodies(Q, U)
         R, p, J, Jd = R[:, b], p[:, b], J[:, b], Jd[:, b]
         return R @ Rbf, p + R @ lbf, _phiT_apply(Rbf, lbf, J), _phiT_apply(Rbf, lbf, Jd)
+
+    def node_data(self, Q, U, node):
+        """(R, p, J, Jdot) of a flexible body's node for every state, as :meth:`frame_data`: the node sits at
+        ``d = s + Phi eta`` in its body, keeps the body's axes, and moves with the body and the modes:
+        ``v = v_B + w_B x d + Phi etadot``, so ``J = [J_w; J_v - d~ J_w + Phi E]`` (E: the modes' columns) and
+        ``Jdot = [Jdot_w; Jdot_v - (Phi etadot)~ J_w - d~ Jdot_w]``."""
+        k, s, Phi, qs, us = self.nodes[node]
+        R, p, J, Jd = self.frame_data(Q, U, self.body_names[k])
+        d, dd = s + Q[:, qs] @ Phi.T, U[:, us] @ Phi.T
+        J, Jd = J.copy(), Jd.copy()
+        J[:, 3:] -= np_skew(d) @ J[:, :3]
+        J[:, 3:, us] += Phi
+        Jd[:, 3:] -= np_skew(dd) @ J[:, :3] + np_skew(d) @ Jd[:, :3]
+        return R, p + (R @ d[..., None])[..., 0], J, Jd
 
     def rollout(self, n, n_steps, every, method, dt, Q0, U0, T, T_case, T_step, p, p_stride, q_out, u_out, status):
         """The raw ``sg_<name>_rollout`` call (arguments as :func:`symgen.runtime.integrate.rollout` prepares

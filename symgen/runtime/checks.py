@@ -44,6 +44,10 @@ def spatial_inertias(bodies) -> np.ndarray:
     out[:, :3, 3:] = m * cx
     out[:, 3:, :3] = -m * cx
     out[:, 3:, 3:] = m * np.eye(3)
+    for k, b in enumerate(bodies):          # a flexible body: its nodes too, undeformed (particles)
+        for nd in b.get("nodes", ()):
+            dx = _skew(np.asarray(nd["pos"], float))
+            out[k] += nd["mass"] * np.block([[-dx @ dx, dx], [-dx, np.eye(3)]])
     return out
 
 
@@ -104,7 +108,7 @@ def singular_hinges(mb, n_states: int = 3, seed: int = 0) -> list:
     man = mb.manifest
     bodies = man["bodies"]
     nb = len(bodies)
-    if not nb or not mb.nu:
+    if not nb or not mb.nu or man.get("modes"):         # flexible bodies: no atbi_matrices to read D from
         return []
     M = spatial_inertias(bodies)
     scale = float(np.abs(M).max()) or 1.0
@@ -154,11 +158,12 @@ def ill_conditioned_hinges(mb, skip=(), n_states: int = 3, seed: int = 0) -> lis
     itself (``atbi_matrices``), is singular to working precision relative to the model's largest inertia
     (:data:`ILL_RTOL`) at the neutral configuration or at one of ``n_states`` random ones: a configuration
     singularity such as iCub's neck at zero, where the head's inertia about the neck yaw axis vanishes.
-    ``where``: ``"the neutral configuration"`` or ``"a random configuration"``.  Linear in the bodies."""
+    ``where``: ``"the neutral configuration"`` or ``"a random configuration"``.  Linear in the bodies.  Not run
+    on a model with flexible bodies (its ``atbi_matrices`` is not available)."""
     man = mb.manifest
     bodies = man["bodies"]
     nb = len(bodies)
-    if not nb or not mb.nu:
+    if not nb or not mb.nu or man.get("modes"):         # flexible bodies: no atbi_matrices to read D from
         return []
     scale = float(np.abs(spatial_inertias(bodies)).max()) or 1.0
     rng = np.random.default_rng(seed)

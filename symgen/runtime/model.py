@@ -135,17 +135,26 @@ class MultibodyModel:
             raise KeyError(f"{self.name}: no hinge named {name!r} (hinges: {', '.join(self.hinge_names)})") from None
 
     def _joint(self, name):
-        """A MuJoCo joint of a model read from MJCF: [q start, q end, u start, u end], or None."""
-        return (self.manifest.get("mujoco") or {}).get("joints", {}).get(name) if name not in self.hinge_names \
-            else None
+        """[q start, q end, u start, u end] of a MuJoCo joint of a model read from MJCF, of a flexible body's
+        mode (``panel.mode0``) or of all its modes (``panel.modes``); None for a hinge."""
+        if name in self.hinge_names:
+            return None
+        modes = self.manifest.get("modes") or {}
+        if name in modes:
+            return modes[name]["q"] + modes[name]["u"]
+        if name.endswith(".modes") and f"{name[:-6]}.mode0" in modes:
+            mine = [m for m in modes.values() if m["body"] == name[:-6]]
+            return [mine[0]["q"][0], mine[-1]["q"][1], mine[0]["u"][0], mine[-1]["u"][1]]
+        return (self.manifest.get("mujoco") or {}).get("joints", {}).get(name)
 
     def q_slice(self, hinge: str) -> slice:
-        """Where a hinge's Q lives (a model read from MJCF: also each MuJoCo joint, e.g. one of a compound hinge)."""
+        """Where a hinge's Q lives; also a flexible body's modal coordinates (``"panel.mode0"``, or all of them:
+        ``"panel.modes"``) and, for a model read from MJCF, each MuJoCo joint (e.g. one of a compound hinge)."""
         j = self._joint(hinge)
         return slice(j[0], j[1]) if j else slice(*self._hinge(hinge)["q"])
 
     def u_slice(self, hinge: str) -> slice:
-        """Where a hinge's U lives (a model read from MJCF: also each MuJoCo joint)."""
+        """Where a hinge's U lives (also a mode's or a body's modes, and a MuJoCo joint's: :meth:`q_slice`)."""
         j = self._joint(hinge)
         return slice(j[2], j[3]) if j else slice(*self._hinge(hinge)["u"])
 
@@ -218,10 +227,29 @@ class MultibodyModel:
     def frame_pose(self, q, frame, out=None) -> np.ndarray:
         """4x4 pose of the frame (name or :meth:`frame_handle`) in newtonian; ``out``: a preallocated float64
         array of the result's shape, filled and returned."""
+        if self.binding.nodes and isinstance(frame, str) and frame in self.binding.nodes:
+            return self._node("frame_pose", q, None, frame, out)
         f = frame if type(frame) is self._Handle else self.binding.frame_index(frame)
         pose1 = self._pose1
         r = self._one("frame_pose", (q,), (4, 4), out, lambda pq, po: pose1(pq, f, po))
         return r[0] if r is not None else self.binding.frame_query("frame_pose", (4, 4), q, None, frame, out)
+
+    def _node(self, verb, q, u, node, out):
+        """frame_pose, jacobian or frame_velocity of a flexible body's node (ModelBinding.node_data: numpy on
+        the body's generated kinematics; the C's frame tables hold body-fixed frames only)."""
+        b = self.binding
+        single, Q, U = b.states(q, u)
+        R, p, J, _ = b.node_data(Q, U, node)
+        if verb == "frame_pose":
+            res = np.zeros((Q.shape[0], 4, 4))
+            res[:, :3, :3], res[:, :3, 3], res[:, 3, 3] = R, p, 1.0
+        else:
+            res = J if verb == "jacobian" else np.einsum("nij,nj->ni", J, U)
+        res = b.unbatch(single, res)
+        if out is None:
+            return res
+        b.check_out(out, res.shape, verb)[...] = res
+        return out
 
     def frame_poses(self, q, out=None) -> np.ndarray:
         """Poses (4x4, in newtonian) of all frames, in ``frame_names`` order: (n_frames, 4, 4), or
@@ -234,6 +262,8 @@ class MultibodyModel:
         """6 x nU map from U to the frame's inertial spatial velocity [w; v] in frame axes (walks only the
         frame's ancestors); ``out`` as in :meth:`frame_pose`."""
         b = self.binding
+        if b.nodes and isinstance(frame, str) and frame in b.nodes:
+            return self._node("jacobian", q, None, frame, out)
         f = frame if type(frame) is self._Handle else b.frame_index(frame)
         jac1 = self._jac1
         r = self._one("jacobian", (q,), b.shape_J, out, lambda pq, po: jac1(pq, f, po))
@@ -247,6 +277,8 @@ class MultibodyModel:
 
     def frame_velocity(self, q, u, frame, out=None) -> np.ndarray:
         """Inertial spatial velocity [w; v] of the frame, in frame axes; ``out`` as in :meth:`frame_pose`."""
+        if self.binding.nodes and isinstance(frame, str) and frame in self.binding.nodes:
+            return self._node("frame_velocity", q, u, frame, out)
         f = frame if type(frame) is self._Handle else self.binding.frame_index(frame)
         vel1 = self._vel1
         r = self._one("frame_velocity", (q, u), (6,), out, lambda pq, pu, po: vel1(pq, pu, f, po))
@@ -414,10 +446,19 @@ class MultibodyModel:
         b.check_status(status, "minv_times", Q)
         return b.unbatch(single, out)
 
+    def _no_modes(self, verb):
+        """The ATBI introspection (atbi_matrices, its filter vectors, Upsilon) runs on the per-kind steps, which
+        know no modes: refused on a model with flexible bodies."""
+        if self.manifest.get("modes"):
+            flex = sorted({m["body"] for m in self.manifest["modes"].values()})
+            raise NotImplementedError(f"{self.name}: {verb} is not available for a model with flexible bodies "
+                                      f"({', '.join(flex)}) yet")
+
     def _atbi_blocks(self, verb, body, q, u=None, T=None, f_ext=None, gravity=None):
         """(single, body k's atbi_matrices blocks (N x 276), layout.mats) of the states."""
         if body not in self.body_names:
             raise KeyError(f"{self.name}: {verb}: no body named {body!r} (bodies: {', '.join(self.body_names)})")
+        self._no_modes(verb)
         b = self.binding
         k = self.body_names.index(body)
         single, Q, U = b.states(q, u)
@@ -464,6 +505,7 @@ class MultibodyModel:
         ``Upsilon(k) = psi^T Upsilon(parent) psi + H D^-1 H^T`` on the ATBI factorization in the generated C
         (``sg_<m>_upsilon``, O(n), M^-1 never formed), then moved from the body frame to the frame,
         ``phi^T(body, frame) Upsilon phi(body, frame)``.  A model with loops: the tree's (loops cut)."""
+        self._no_modes("upsilon")
         b = self.binding
         single, Q, U = b.states(q)
         body, R, l = b.frame(frame)
