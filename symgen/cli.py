@@ -297,6 +297,19 @@ def cmd_build(args, ui) -> int:
     return 0
 
 
+def _flex_lines(b, qo, uo) -> list:
+    """A flexible body's modes (Q/U slot, frequency, damping ratio, modal mass) and nodes (frames: position, mass)."""
+    F = b.flex
+    out = [f"flexible: {_plural(len(F.modes), 'mode')}, {_plural(len(F.nodes), 'node')} "
+           f"({sum(n.mass for n in F.nodes):g} kg on the nodes)"]
+    for k, md in enumerate(F.modes):
+        out.append(f"  mode '{b.name}.mode{k}'  Q[{qo + k}] U[{uo + k}]  {md.frequency:g} Hz  damping {md.damping:g}  "
+                   f"modal mass {F.modal_mass(k):.4g}")
+    for n in F.nodes:
+        out.append(f"  node '{n.name}'  at ({', '.join(f'{x:g}' for x in n.pos)})  mass {n.mass:g}")
+    return out
+
+
 def cmd_info(args, ui) -> int:
     """Bodies as a tree (hinge, Q/U slices, mass), frames on their bodies, loops, sizes; no build."""
     from .hinges import bind
@@ -321,10 +334,15 @@ def cmd_info(args, ui) -> int:
         if compound:
             subrows[b.name] = _subhinge_lines(spec, b.hinge_kwargs(), qo, uo)
         qo, uo = qo + spec.nq, uo + spec.nu
+        if b.flex:                       # a flexible body: its modes (Q and U after its hinge's) and its nodes
+            subrows[b.name] = subrows.get(b.name, []) + _flex_lines(b, qo, uo)
+            qo, uo = qo + b.n_modes, uo + b.n_modes
     loops = [(lc, bind(lc.hinge_type, **lc.hinge_kwargs())) for lc in model.loops]
     n_c = sum(6 - s.nu for _, s in loops)
+    n_nodes = sum(len(b.flex.nodes) for b in model.bodies if b.flex)
     ui.out(f"{model.name} ({path}): {len(model.bodies)} bodies, nQ = {qo}, nU = {uo}, "
-           f"{len(model.bodies) + len(model.frames) + 1} frames, {_plural(len(loops), 'loop')}"
+           f"{len(model.bodies) + len(model.frames) + 1} frames"
+           + (f" and {_plural(n_nodes, 'flexible-body node')}" if n_nodes else "") + f", {_plural(len(loops), 'loop')}"
            + (f" ({_plural(n_c, 'constraint row')}; their rank, and so the degrees of freedom, is found at run "
               "time)" if loops else ""))
     ui.out(NEWTONIAN + (f"  frames: {', '.join(frames[NEWTONIAN])}" if frames.get(NEWTONIAN) else ""))
@@ -598,7 +616,7 @@ def make_parser() -> argparse.ArgumentParser:
     _add_output_flags(pb)
     pb.set_defaults(func=cmd_build)
 
-    pi = sub.add_parser("info", help="describe a model: bodies as a tree, hinges, frames, sizes, loops",
+    pi = sub.add_parser("info", help="describe a model: bodies as a tree, hinges, frames, flexible bodies' modes and nodes, sizes, loops",
                         description="Read MODEL (no build) and print its bodies as a tree from newtonian, each with "
                                     "its hinge, Q/U slices and mass, the extra frames on each body, nQ/nU, and the "
                                     "loop constraints.", epilog=EXIT_STATUS)

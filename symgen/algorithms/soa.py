@@ -65,7 +65,8 @@ class NotPositiveDefinite(Exception):
 class FlexInfo:
     """A flexible body's modes as the tracer sees them (constants): node positions ``s`` (3 each, body frame,
     undeformed), masses ``m``, shapes ``Phi`` (per node 3 rows of n_modes: the node's translation per unit of
-    each mode), stiffness ``k`` and damping ``c`` per mode, and where the modal Q and U start."""
+    each mode), stiffness ``k`` and damping ``c`` per mode, where the modal Q and U start, and ``Linv``: the inverse
+    of the Cholesky factor L of the nodes' modal mass matrix M_ee = L L^T (constant; lower triangular)."""
 
     s: list
     m: list
@@ -74,6 +75,7 @@ class FlexInfo:
     c: list
     q0: int
     u0: int
+    Linv: list
 
     @property
     def n(self) -> int:
@@ -415,14 +417,17 @@ def modal_inertia(T, b: BodyInfo) -> dict:
         J[r][r] = T.dot([(mi, T.mul(di[x], di[x])) for mi, di in zip(F.m, d) for x in (a, c)])
         for q in range(r + 1, 3):
             J[r][q] = J[q][r] = T.dot([(-mi, T.mul(di[r], di[q])) for mi, di in zip(F.m, d)])
-    cols = []                                                   # M_Ve, one column per mode
+    # M_Ve's column j: sum m_i [d_i x phi_ij; phi_ij], linear in eta: sum m_i s_i x phi_ij + sum_l eta_l A_lj with
+    # the constants A_lj = sum m_i phi_il x phi_ij (3 n^2 products, whatever the number of nodes)
+    phi = [[[P[r][j] for r in range(3)] for j in range(n)] for P in F.Phi]          # phi[i][j]: node i, mode j
+    csum = lambda vs: [float(sum(v[r] for v in vs)) for r in range(3)]  # noqa: E731
+    cross = lambda a, c: [a[1] * c[2] - a[2] * c[1], a[2] * c[0] - a[0] * c[2], a[0] * c[1] - a[1] * c[0]]  # noqa: E731
+    cols = []
     for j in range(n):
-        top = [[] for _ in range(3)]
-        for mi, di, P in zip(F.m, d, F.Phi):
-            for r, x in enumerate(_cross(T, di, [P[x][j] for x in range(3)])):
-                top[r].append((mi, x))
-        bottom = [sum(mi * P[r][j] for mi, P in zip(F.m, F.Phi)) for r in range(3)]
-        cols.append([T.name(T.dot(t), f"Mve{b.tag}_{j}_{r}") for r, t in enumerate(top)] + bottom)
+        B = csum([[mi * x for x in cross(si, ph[j])] for mi, si, ph in zip(F.m, F.s, phi)])
+        A = [csum([[mi * x for x in cross(ph[l], ph[j])] for mi, ph in zip(F.m, phi)]) for l in range(n)]
+        top = [T.name(T.dot([(A[l][r], eta[l]) for l in range(n)], B[r]), f"Mve{b.tag}_{j}_{r}") for r in range(3)]
+        cols.append(top + [float(sum(mi * ph[j][r] for mi, ph in zip(F.m, phi))) for r in range(3)])
     Mee = [[sum(mi * sum(P[r][j] * P[r][l] for r in range(3)) for mi, P in zip(F.m, F.Phi)) for l in range(n)]
            for j in range(n)]
     return {"eta": eta, "etad": etad, "d": d, "m": m, "h": h, "J": J, "MVV": rigid_inertia(m, h, J),
@@ -448,31 +453,33 @@ def modal_bias(T, b: BodyInfo, Mi: dict, V) -> dict:
 
 
 def modal_tip(T, b: BodyInfo, Mk: dict, T_m) -> tuple:
-    """Body b's modes eliminated as a hinge is (tip to base; the modes see the body's acceleration alpha):
+    """Body b's modes eliminated as a hinge is (tip to base; the modes see the body's acceleration alpha).
+    D = M_ee is constant, factored at build time as D = L L^T (``FlexInfo.Linv`` = L^-1), so that
 
-        D = M_ee,  G = M_Ve D^-1,  eps = T_m - k eta - c etadot - b_e,  nu = D^-1 eps
-        P_f = M_VV - G M_Ve^T,   z_f = b_V + G eps
+        eps = T_m - k eta - c etadot - b_e,   Y = L^-1 M_Ve^T,   y = L^-1 eps
+        P_f = M_VV - Y^T Y  (= M_VV - G M_Ve^T, G = M_Ve D^-1),   z_f = b_V + Y^T y  (= b_V + G eps)
 
-    (P_f, z_f) join the body's P and z as a child's push does.  Returns (step {G, nu}, (P_f, z_f))."""
-    F, n = b.flex, b.flex.n
-    Dinv = _ldl_inverse(T, Mk["Mee"], b)
-    G = [[_dot(T, [Mk["MVe"][m][i] for m in range(n)], [Dinv[m][c] for m in range(n)]) for c in range(n)]
-         for i in range(6)]
+    (P_f, z_f) join the body's P and z as a child's push does.  Returns (step {Y, y}, (P_f, z_f))."""
+    F, n, Li = b.flex, b.flex.n, b.flex.Linv
     eps = [T.name(T.dot([(-F.k[j], Mk["eta"][j]), (-F.c[j], Mk["etad"][j]), (-1.0, Mk["be"][j])], T_m[j]),
                   f"epsm{b.tag}_{j}") for j in range(n)]
-    nu = [_dot(T, Dinv[j], eps) for j in range(n)]
+    Y = [[T.name(T.dot([(Li[j][m], Mk["MVe"][m][i]) for m in range(j + 1)]), f"Ym{b.tag}_{j}_{i}") for i in range(6)]
+         for j in range(n)]
+    y = [T.name(T.dot([(Li[j][m], eps[m]) for m in range(j + 1)]), f"ym{b.tag}_{j}") for j in range(n)]
     P = [[None] * 6 for _ in range(6)]
     for i in range(6):
         for j in range(i, 6):
-            P[i][j] = P[j][i] = T.dot([(-1.0, T.mul(G[i][c], Mk["MVe"][c][j])) for c in range(n)], Mk["MVV"][i][j])
-    z = [_dot(T, G[i], eps, Mk["bV"][i]) for i in range(6)]
-    return {"G": G, "nu": nu}, (P, z)
+            P[i][j] = P[j][i] = T.dot([(-1.0, T.mul(Y[c][i], Y[c][j])) for c in range(n)], Mk["MVV"][i][j])
+    z = [T.dot([(Y[c][i], y[c]) for c in range(n)], Mk["bV"][i]) for i in range(6)]
+    return {"Y": Y, "y": y}, (P, z)
 
 
 def modal_base(T, b: BodyInfo, mstep: dict, alpha) -> list:
-    """Body b's modal accelerations from its acceleration alpha: etaddot = nu - G^T alpha."""
-    return [T.dot([(-1.0, T.mul(mstep["G"][i][j], alpha[i])) for i in range(6)], mstep["nu"][j])
-            for j in range(b.flex.n)]
+    """Body b's modal accelerations from its acceleration alpha: etaddot = D^-1 (eps - M_Ve^T alpha)
+    = L^-T (y - Y alpha)."""
+    n, Li = b.flex.n, b.flex.Linv
+    w = [T.dot([(-1.0, T.mul(mstep["Y"][c][i], alpha[i])) for i in range(6)], mstep["y"][c]) for c in range(n)]
+    return [T.dot([(Li[m][j], w[m]) for m in range(j, n)]) for j in range(n)]
 
 
 def modal_forces(T, b: BodyInfo, Mk: dict, alpha, etadd) -> tuple:

@@ -687,11 +687,15 @@ def _flex_info(b, L):
 
     if not b.n_modes:
         return None
+    import numpy as np
+
     F, n = b.flex, b.n_modes
+    Linv = np.linalg.inv(np.linalg.cholesky(F.modal_mass_matrix()))
     return soa.FlexInfo(s=[[float(x) for x in nd.pos] for nd in F.nodes], m=[float(nd.mass) for nd in F.nodes],
                         Phi=[[[float(md.shape[i][r]) for md in F.modes] for r in range(3)] for i in range(len(F.nodes))],
                         k=[F.stiffness(j) for j in range(n)], c=[F.damping(j) for j in range(n)],
-                        q0=L["modes"]["q"][0], u0=L["modes"]["u"][0])
+                        q0=L["modes"]["q"][0], u0=L["modes"]["u"][0],
+                        Linv=[[float(Linv[i][j]) if j <= i else 0.0 for j in range(n)] for i in range(n)])
 
 
 def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", derivatives=False) -> dict:

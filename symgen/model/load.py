@@ -112,6 +112,11 @@ def _flex(ctx, where: str, d, frame_names: set, warnings: list) -> Flex:
     for k, m in enumerate(mk):
         if not m > 0:
             raise ctx.err(f"{where}: modes[{k}]", "the mode moves no node mass (modal mass 0): it has no dynamics")
+    ev = np.linalg.eigvalsh(np.array(flex.modal_mass_matrix())) if modes else np.ones(1)
+    if ev[0] <= 1e-12 * ev[-1]:
+        raise ctx.err(where, "the modes are linearly dependent over the node masses (their modal mass matrix "
+                             f"sum m_i Phi_i^T Phi_i is singular: eigenvalues {ev[0]:.3g} .. {ev[-1]:.3g}): remove "
+                             "the redundant mode")
     for k in range(len(modes)):
         for j in range(k):
             mkj = sum(n.mass * float(np.dot(a, b)) for n, a, b in zip(nodes, modes[k].shape, modes[j].shape))

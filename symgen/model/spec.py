@@ -104,6 +104,11 @@ class Flex:
     nodes: tuple
     modes: tuple = ()
 
+    def modal_mass_matrix(self) -> list:
+        """M_ee = sum_i m_i Phi_i^T Phi_i (n_modes x n_modes): the nodes' modal mass matrix."""
+        return [[float(sum(n.mass * sum(a * b for a, b in zip(sa, sb))
+                           for n, sa, sb in zip(self.nodes, mj.shape, ml.shape))) for ml in self.modes] for mj in self.modes]
+
     def modal_mass(self, k: int) -> float:
         return float(sum(n.mass * sum(x * x for x in sh) for n, sh in zip(self.nodes, self.modes[k].shape)))
 
