@@ -384,3 +384,26 @@ def test_introspection_without_modes_is_refused(kane_flex):
                  lambda: kane_flex.atbi_filter_vectors(q, q, q, "panel")):
         with pytest.raises(NotImplementedError, match="flexible bodies \\(panel\\)"):
             call()
+
+
+def test_node_frames_in_the_generated_c(kane_flex, free_flex):
+    """Node frames are frames of the generated C (after the body-fixed ones): frame_poses' rows equal frame_pose,
+    a batch equals its states, and the time derivative of the Jacobian (jacobian_dot) equals central differences
+    of the C Jacobian along Qdot = N(Q) U (1e-6)."""
+    for mb, spec in ((kane_flex, KANE_FLEX), (free_flex, FREE_FLEX)):
+        names = [nd["name"] for b in spec["bodies"] if "flex" in b for nd in b["flex"]["nodes"]]
+        assert list(mb.frame_names[-len(names):]) == names
+        rng = np.random.default_rng(8)
+        Q = mb.sanitize(rng.uniform(-1, 1, (5, mb.nq)))
+        U = rng.normal(size=(5, mb.nu))
+        h = 1e-6
+        for name in names:
+            f = mb.frame_names.index(name)
+            P, J, V = mb.frame_pose(Q, name), mb.jacobian(Q, name), mb.frame_velocity(Q, U, name)
+            for i in range(5):
+                assert np.array_equal(P[i], mb.frame_pose(Q[i], name))
+                assert_close(mb.frame_poses(Q[i])[f], P[i], 1e-15, f"frame_poses '{name}'")
+                assert_close(V[i], J[i] @ U[i], 1e-14, f"velocity '{name}'")
+                dq = mb.qdot(Q[i], U[i])
+                Jd = (mb.jacobian(Q[i] + h * dq, name) - mb.jacobian(Q[i] - h * dq, name)) / (2 * h)
+                assert_close(mb.jacobian_dot(Q[i], U[i], name), Jd, 1e-6, f"jacobian_dot '{name}'")

@@ -535,7 +535,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "max_hinge_nu": max_nu, "sanitize_lines": cast(sanitize_lines),
             "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
-            "frame_poses_lines": fk["frame_poses"], **frames,
+            "frame_poses_lines": fk["frame_poses"], **frames, **_node_cases(model, index, layout),
             **emit_loops(model, layout, slugs, index, name, ML, list(loops))}
 
 
@@ -558,10 +558,38 @@ _IDENTITY12 = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
 
 
 def _frame_rows(model, index) -> list:
-    """The frames in the manifest's order (newtonian, the bodies, the extra body-fixed frames): (name, body
-    index or -1 for newtonian, pose on that body as R row-major + p)."""
+    """The frames in the manifest's order (newtonian, the bodies, the extra body-fixed frames, the flexible
+    bodies' nodes): (name, body index or -1 for newtonian, pose on that body as R row-major + p; a node's at
+    its undeformed place)."""
     rows = [("newtonian", -1, _IDENTITY12)] + [(b.name, k, _IDENTITY12) for k, b in enumerate(model.bodies)]
-    return rows + [(f.name, index.get(f.body, -1), [float(x) for x in _pose12(f.pose)]) for f in model.frames]
+    rows += [(f.name, index.get(f.body, -1), [float(x) for x in _pose12(f.pose)]) for f in model.frames]
+    return rows + [(nd["name"], nd["body"], _IDENTITY12[:9] + nd["s"]) for nd in _node_rows(model)]
+
+
+def _node_rows(model) -> list:
+    """Each flexible body's nodes, in body order: name, body index, s (3), Phi (3 rows of n_modes)."""
+    return [{"name": nd.name, "body": k, "s": [float(x) for x in nd.pos],
+             "Phi": [[float(md.shape[i][r]) for md in b.flex.modes] for r in range(3)]}
+            for k, b in enumerate(model.bodies) if b.n_modes for i, nd in enumerate(b.flex.nodes)]
+
+
+def _node_cases(model, index, layout) -> dict:
+    """The C of the node frames (templates/model.c.jinja's sg_<m>_node_offset and _node_columns): per node frame
+    f, ``x[9 + r] += sum_j Phi[r][j] q[eta_j]`` and the Jacobian's modal columns ``out[(3 + r) nU + eta_j] = Phi[r][j]``."""
+    rows = _frame_rows(model, index)
+    first = len(rows) - len(_node_rows(model))
+    nu = sum(layout[b.name]["nu"] + layout[b.name].get("modes", {}).get("n", 0) for b in model.bodies)
+    offset, columns = [], []
+    for f, nd in enumerate(_node_rows(model), start=first):
+        modes = layout[model.bodies[nd["body"]].name]["modes"]
+        (q0, _), (u0, _) = modes["q"], modes["u"]
+        terms = [[f"{c!r} * q[{q0 + j}]" for j, c in enumerate(row) if c != 0.0] for row in nd["Phi"]]
+        offset.append(f"case {f}:  /* '{nd['name']}' */")
+        offset += [f"    x[{9 + r}] += {' + '.join(t)};" for r, t in enumerate(terms) if t] + ["    break;"]
+        columns.append(f"case {f}:  /* '{nd['name']}' */")
+        columns += [f"    out[{(3 + r) * nu + u0 + j}] = {c!r};" for r, row in enumerate(nd["Phi"])
+                    for j, c in enumerate(row) if c != 0.0] + ["    break;"]
+    return {"node_offset_cases": offset, "node_column_cases": columns}
 
 
 def _frame_tables(model, index) -> dict:
@@ -613,10 +641,16 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
     def poses(T, bodies, nu):
         world_poses(T, bodies, lambda k, X: [T.store(f"out[{pose_size * k + i}]", x) for i, x in enumerate(X)])
 
+    nodes = {nd["name"]: nd for nd in _node_rows(model)}
+
     def frame_poses(T, bodies, nu):
         world = world_poses(T, bodies, lambda k, X: None)
         for f, (fname, k, Xf) in enumerate(_frame_rows(model, index)):
             T.comment(f"frame {f} '{fname}'")
+            if fname in nodes:             # a node: its place on the body moves with the modes, s + Phi eta
+                F = bodies[k].flex
+                Xf = Xf[:9] + [T.dot([(c, T.input(f"q[{F.q0 + j}]")) for j, c in enumerate(row)], s)
+                               for row, s in zip(nodes[fname]["Phi"], nodes[fname]["s"])]
             X = Xf if k < 0 else world[k] if Xf == _IDENTITY12 else compose(T, world[k][:9], world[k][9:], Xf)
             for i, x in enumerate([X[0], X[1], X[2], X[9], X[3], X[4], X[5], X[10], X[6], X[7], X[8], X[11],
                                    0.0, 0.0, 0.0, 1.0]):

@@ -241,6 +241,9 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
         frames[b.name] = {"body": index[b.name], "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}
     for f in model.frames:
         frames[f.name] = {"body": index.get(f.body, -1), "R": [list(r) for r in f.pose.R], "p": list(f.pose.xyz)}
+    for b in model.bodies:                 # a flexible body's nodes (undeformed place; they move with the modes)
+        for nd in (b.flex.nodes if b.n_modes else ()):
+            frames[nd.name] = {"body": index[b.name], "R": np.eye(3).tolist(), "p": list(nd.pos), "node": True}
     manifest = {"name": name, "model": model.name, "source": str(model.source), "nq": qo, "nu": uo,
                 "nb": len(model.bodies), "gravity": list(model.gravity),
                 "bodies": [{"name": b.name, "parent": b.parent, "hinge": b.hinge_name, "mass": b.mass,

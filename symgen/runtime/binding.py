@@ -104,7 +104,7 @@ class ModelBinding:
         self._frame_list = tuple(frames[n] for n in self.frame_names)
         self._frame_index = {n: i for i, n in enumerate(self.frame_names)}
         #: a flexible body's nodes, frames that move with its modes: {name: (body index, s (3), Phi (3 x n),
-        #: its modes' Q slice, U slice)} (node_data); not in frame_names (the C's frame tables are body-fixed)
+        #: its modes' Q slice, U slice)} (node_data); in frame_names too, after the body-fixed frames
         self.nodes = {}
         for k, b in enumerate(manifest["bodies"]):
             mine = [m for m in (manifest.get("modes") or {}).values() if m["body"] == b["name"]]
@@ -227,6 +227,10 @@ class ModelBinding:
                                  f"(one [N; F] per body, body frame, bodies in order {list(self.body_names)})")
             return F + a
         for name, f in f_ext.items():
+            if name in self.nodes:
+                raise NotImplementedError(f"{self.name}: f_ext on node {name!r} of a flexible body: a force on a node "
+                                          "also drives the modes (Phi^T F); apply it at the body, and Phi^T F in T's "
+                                          "modal entries")
             b, R, l = self.frame(name)
             if b < 0:
                 raise ValueError(f"{self.name}: f_ext on {name!r} (fixed on 'newtonian') acts on nothing")

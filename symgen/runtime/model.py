@@ -227,29 +227,10 @@ class MultibodyModel:
     def frame_pose(self, q, frame, out=None) -> np.ndarray:
         """4x4 pose of the frame (name or :meth:`frame_handle`) in newtonian; ``out``: a preallocated float64
         array of the result's shape, filled and returned."""
-        if self.binding.nodes and isinstance(frame, str) and frame in self.binding.nodes:
-            return self._node("frame_pose", q, None, frame, out)
         f = frame if type(frame) is self._Handle else self.binding.frame_index(frame)
         pose1 = self._pose1
         r = self._one("frame_pose", (q,), (4, 4), out, lambda pq, po: pose1(pq, f, po))
         return r[0] if r is not None else self.binding.frame_query("frame_pose", (4, 4), q, None, frame, out)
-
-    def _node(self, verb, q, u, node, out):
-        """frame_pose, jacobian or frame_velocity of a flexible body's node (ModelBinding.node_data: numpy on
-        the body's generated kinematics; the C's frame tables hold body-fixed frames only)."""
-        b = self.binding
-        single, Q, U = b.states(q, u)
-        R, p, J, _ = b.node_data(Q, U, node)
-        if verb == "frame_pose":
-            res = np.zeros((Q.shape[0], 4, 4))
-            res[:, :3, :3], res[:, :3, 3], res[:, 3, 3] = R, p, 1.0
-        else:
-            res = J if verb == "jacobian" else np.einsum("nij,nj->ni", J, U)
-        res = b.unbatch(single, res)
-        if out is None:
-            return res
-        b.check_out(out, res.shape, verb)[...] = res
-        return out
 
     def frame_poses(self, q, out=None) -> np.ndarray:
         """Poses (4x4, in newtonian) of all frames, in ``frame_names`` order: (n_frames, 4, 4), or
@@ -262,8 +243,6 @@ class MultibodyModel:
         """6 x nU map from U to the frame's inertial spatial velocity [w; v] in frame axes (walks only the
         frame's ancestors); ``out`` as in :meth:`frame_pose`."""
         b = self.binding
-        if b.nodes and isinstance(frame, str) and frame in b.nodes:
-            return self._node("jacobian", q, None, frame, out)
         f = frame if type(frame) is self._Handle else b.frame_index(frame)
         jac1 = self._jac1
         r = self._one("jacobian", (q,), b.shape_J, out, lambda pq, po: jac1(pq, f, po))
@@ -277,8 +256,6 @@ class MultibodyModel:
 
     def frame_velocity(self, q, u, frame, out=None) -> np.ndarray:
         """Inertial spatial velocity [w; v] of the frame, in frame axes; ``out`` as in :meth:`frame_pose`."""
-        if self.binding.nodes and isinstance(frame, str) and frame in self.binding.nodes:
-            return self._node("frame_velocity", q, u, frame, out)
         f = frame if type(frame) is self._Handle else self.binding.frame_index(frame)
         vel1 = self._vel1
         r = self._one("frame_velocity", (q, u), (6,), out, lambda pq, pu, po: vel1(pq, pu, f, po))
