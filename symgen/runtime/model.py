@@ -59,6 +59,9 @@ class MultibodyModel:
         self.warnings = tuple(manifest.get("warnings", ()))
         #: which form each dynamics entry point was built in: "straight" (straight-line) or "per_kind"
         self.forms = dict(manifest.get("forms", {}))
+        #: the flexible bodies' modes by name ("panel.mode0": body, index, q and u slots, frequency (Hz), damping
+        #: ratio, modal_mass, stiffness); their nodes are frames (frame_names, after the body-fixed frames)
+        self.modes = {k: dict(v) for k, v in (manifest.get("modes") or {}).items()}
         #: moving hinges whose outboard subtree has no mass or inertia in their directions (D singular)
         self.singular_hinges = tuple(manifest.get("singular_hinges", ()))
         #: moving hinges whose D is singular to working precision at the neutral or a sampled configuration
