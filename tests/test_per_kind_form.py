@@ -27,7 +27,8 @@ PER_KIND = {"forward_dynamics": "per_kind", "inverse_dynamics": "per_kind", "mas
 STRAIGHT = {"forward_dynamics": "straight", "inverse_dynamics": "straight", "mass_matrix": "straight"}
 
 
-MODELS = ([(f.name, False) for f in sorted(EXAMPLES.glob("*.yaml"))]
+# every example but those with flexible bodies, which have no per-kind form (test_flexible.py: the build refuses it)
+MODELS = ([(f.name, False) for f in sorted(EXAMPLES.glob("*.yaml")) if "flex:" not in f.read_text()]
           + [("arm6.urdf", False), ("arm7.urdf", False), ("quadruped.urdf", True), ("humanoid.urdf", True)]
           + [("random-tree-3", False), ("armature-tree-7", False), ("rand11", True)])
 
