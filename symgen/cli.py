@@ -289,8 +289,12 @@ def cmd_build(args, ui) -> int:
         with step("load", str(args.target or "bundled example")):
             path, model, _ = _load(args, ui)
         loops = f", {len(model.loops)} loops" if model.loops else ""
+        flex = [b for b in model.bodies if b.flex]
+        flex_text = (f", {_plural(len(flex), 'flexible body', 'flexible bodies')} ("
+                     f"{_plural(sum(b.n_modes for b in flex), 'mode')}, {_plural(sum(len(b.flex.nodes) for b in flex), 'node')})"
+                     if flex else "")
         ui.progress(_stage_line(report, "load", f"{path.name}: {len(model.bodies)} bodies, "
-                                                f"{len(model.frames)} extra frames{loops}"))
+                                                f"{len(model.frames)} extra frames{flex_text}{loops}"))
         mb = build_model(model, out=out, stages=stage_done, form=args.form, derivatives=args.derivatives)
     ui.out(f"built {mb.name}: nQ = {mb.nq}, nU = {mb.nu}, {mb.nb} bodies, {len(mb.frame_names)} frames{loops} "
            f"-> {out / mb.name} (import {out.name}.{mb.name}) in {time.perf_counter() - t0:.2f} s")
@@ -387,8 +391,8 @@ def _subhinge_lines(spec, kwargs, qo, uo) -> list:
     return out
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+def _plural(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def cmd_bench(args, ui) -> int:
