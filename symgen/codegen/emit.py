@@ -491,7 +491,10 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
                             f"/* '{b.name}' modes */")
             sanitize.append(f"for (i = {mq0}; i < {mq1}; ++i) out[i] = q[i];  /* '{b.name}' modes */")
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
-    dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form, derivatives and not loops)
+    from ..hinges.derive import hinge
+
+    hinges = {b.name: hinge(b.hinge_type, **b.hinge_kwargs()) for b in model.bodies}
+    dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form, derivatives and not loops, hinges)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size)
     if fk["poses"] is not None:
         poses, pose_calls = fk["poses"], None
@@ -524,7 +527,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
                              "/* the parameters' values in the model file */"] if theta0 else []),
             "theta_init": ([f"for (i = 0; i < {len(theta0)}; ++i) p[{ML.params['theta']} + i] = sg_{name}_theta0[i];"]
                            if theta0 else []),
-            "rollout": _rollout_spec(ML, bool(loops), nq, nu, dyn["lanes"]["fd"]),
+            "rollout": {**_rollout_spec(ML, bool(loops), nq, nu, dyn["lanes"]["fd"]),
+                        "qdot_lanes": _qdot_lanes(model, layout, hinges, nq, nu)},
             "kinematics_lines": cast(kinematics_lines),
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],
@@ -732,7 +736,7 @@ def _flex_info(b, L):
                         Linv=[[float(Linv[i][j]) if j <= i else 0.0 for j in range(n)] for i in range(n)])
 
 
-def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", derivatives=False) -> dict:
+def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", derivatives=False, hinges=None) -> dict:
     """The dynamics kernels' bodies, one form per entry point, both from :mod:`symgen.algorithms.soa`'s steps: with
     ``form="auto"`` FD and ID are straight-line up to ``soa.STRAIGHT_LINE_LIMIT`` and M up to
     ``soa.CRBA_UNROLL_LIMIT``, the per-kind form (:mod:`symgen.codegen.perkind`) above them; ``form="per_kind"``
@@ -766,7 +770,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
         raise ModelError(f"{model.source or model.name}: parametric builds need the straight-line dynamics, and "
                          + ("this build asks for the per-kind form (form='per_kind')" if form != "auto" else
                             "this model is past symgen.algorithms.soa's size limits") + "; build it without parameters=")
-    lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"])
+    lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"], hinges=hinges)
     per_kind = PerKindForm(bodies, L, name)
     drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
                             + (() if flexible else ("mats", "upsilon")))
@@ -830,6 +834,43 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool) -> dict:
                                  lambda T, bs: parametric_bodies(T, bs, L))
         out[k] = {"lines": lines} if lines else None
     return out
+
+
+def _qdot_lanes(model, layout, hinges, nq: int, nu: int) -> list | None:
+    """The body of ``sg_<m>_qdot_lanes`` (templates/helpers/rollout.c.jinja): Qdot = N(Q) U for SG_W rows at
+    once, on lane vectors: each hinge's non-constant entries of N by :func:`_lane_kernel` (its qdot_map
+    kernel's statements) and the rows as :func:`_qdot_lines` sums them, in the same order (the same bits as
+    ``sg_<m>_qdot`` per row); a flexible body's modes ``Qdot = U``.  None when a hinge's N has no lane form
+    (a function call in it): the rollout then takes Qdot one row at a time."""
+    lines = []
+    for k, b in enumerate(model.bodies):
+        L = layout[b.name]
+        q0, u0, hnq, hnu = L["q"][0], L["u"][0], L["nq"], L["nu"]
+        if hnq:
+            N_const = L["structure"].get("qdot_map")
+            live = [i for i, c in enumerate(N_const) if c is None]
+            if live:
+                kernel = _lane_kernel(hinges[b.name], "qdot_map", live, f"N{k}", q0, u0, 0)
+                if kernel is None:
+                    return None
+                lines += [f"sg_vd N{k}[{hnq * hnu}];  /* '{b.hinge_name}' */"] + kernel
+            for i in range(hnq):
+                terms = []
+                for j in range(hnu):
+                    c, x = N_const[i * hnu + j], f"u_l[{u0 + j}]"
+                    if c is None:
+                        terms.append(f"N{k}[{i * hnu + j}] * {x}")
+                    elif c == 1.0:
+                        terms.append(x)
+                    elif c == -1.0:
+                        terms.append(f"-{x}")
+                    elif c != 0.0:
+                        terms.append(f"{c!r} * {x}")
+                lines.append(f"o_l[{q0 + i}] = {' + '.join(terms) or '(sg_vd){0}'};")
+        if "modes" in L:
+            (mq0, mq1), mu0 = L["modes"]["q"], L["modes"]["u"][0]
+            lines += [f"o_l[{mq0 + i}] = u_l[{mu0 + i}];" for i in range(mq1 - mq0)]
+    return lines
 
 
 def _qdot_lines(N_const, slug: str, hinge: str, q0: int, u0: int, nq: int, nu: int) -> list:
@@ -1003,11 +1044,40 @@ LANE_WIDTH = 8
 LANE_MAX_LINES = 6000
 
 
-def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=False) -> dict | None:
+def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: int) -> list | None:
+    """A hinge kernel's live entries printed on lane vectors (``sg_vd``): the kernel's own statements
+    (:func:`emit_statements`, the same CSE and order as its scalar C, so the same operations per lane) with Q and
+    U read from ``q_l`` / ``u_l`` and the sines and cosines of its angles from ``s_l`` / ``c_l`` (from
+    ``trig0`` on), written into the lane array ``arr``.  None when a statement calls a function (a square root,
+    a Stumpff series, libm): that kernel is called one lane at a time."""
+    M = getattr(h, kernel)
+    args = hinge_trig_args(h) if kernel in TRIG_KERNELS else []
+    slots = {s_: f"q_l[{q0 + i}]" for i, s_ in enumerate(h.q)}
+    slots.update({s_: f"u_l[{u0 + i}]" for i, s_ in enumerate(h.u)})
+    lines, _, helpers = emit_statements([M[i] for i in live], slots, out_name="OUT", temp_prefix=f"{arr}_t",
+                                        trig_index={a: k for k, a in enumerate(args)} if args else None)
+    if helpers:
+        return None
+
+    def trig(m):
+        k = int(m.group(1))
+        return f"{'c' if k % 2 else 's'}_l[{trig0 + k // 2}]"
+    out = []
+    for line in lines:
+        line = re.sub(r"\bp\[(\d+)\]", trig, line)
+        if re.search(r"\w\(", line):
+            return None
+        line = re.sub(r"^OUT\[(\d+)\]", lambda m: f"{arr}[{live[int(m.group(1))]}]", line)
+        out.append(line.replace("const double ", "const sg_vd "))
+    return out
+
+
+def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=False, hinges=None) -> dict | None:
     """One traced algorithm (its tape, None for a trace that stopped at a constant D that is not positive
     definite) printed as a lane function (templates/helpers/lanes.c.jinja), or None when it has no lane form.
     Returns the pieces the template prints: the inputs to transpose into lane-major arrays ``<a>_l[i][l]``
-    (array, count, row stride), the hinge kernel calls per lane, the statements.  ``p_lanes``: the function
+    (array, count, row stride), the hinge kernels (on lane vectors where :func:`_lane_kernel` prints them from
+    ``hinges`` {body: Hinge}, else called per lane), the statements.  ``p_lanes``: the function
     also comes as ``..._lanes_pl``, which takes p already in lanes (``p_l``; the rollout keeps it so from step
     to step); then ``p`` is left out of the inputs and its (count, row stride) is the result's ``p_lanes``."""
     from ..ir.tape import LaneError
@@ -1025,37 +1095,52 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
         m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
         size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
     strides = {"q": sum(layout[b.name]["nq"] + (b.flex.n if b.flex else 0) for b in bodies), "u": nu, "p": p_stride}
-    ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
-    # the hinge kernels' outputs the live code reads: per lane, the scalar kernel into k_out, then its entries
+    # the hinge kernels' outputs the live code reads: on lane vectors where they print so, else per lane the
+    # scalar kernel into k_out, then its entries
     calls = _HingeCalls(layout, slugs)
-    per_lane, decls = [], []
+    per_lane, decls, vector = [], [], []
     for b, arr, kernel, n, live in _kernel_arrays(T, bodies):
         decls.append(f"sg_vd {arr}[{n}];  /* '{b.name}' */")
-        call = calls(b.name, kernel, "k_out")
-        per_lane.append(call + "  " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live))
+        call = calls(b.name, kernel, "k_out")            # registers the hinge's angles (sg_sincos_split_lanes)
+        Lb = layout[b.name]
+        lane = None if hinges is None else _lane_kernel(hinges[b.name], kernel, live, arr, Lb["q"][0], Lb["u"][0],
+                                                        calls._offset.get(b.name, 0))
+        if lane is not None:
+            vector += [f"/* '{b.name}': {kernel}, on lane vectors */"] + lane
+            for a, n_a in (("q", strides["q"]), ("u", nu)):   # the lane arrays of Q and U, whole, if read
+                if any(f"{a}_l[" in line for line in lane):
+                    size[a] = n_a
+        else:
+            per_lane.append(call + "  " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live))
+    ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
     angles = calls._angles
     head = []
     if angles:
         n = len(angles)
-        head += [f"double ang[{n} * SG_W], sc[{2 * n} * SG_W];  /* each lane's hinge angles; sc = (sin, cos) of each */",
+        head += [f"double ang[{n} * SG_W];  /* each hinge angle's lanes, one after the other */",
+                 f"sg_vd s_l[{n}], c_l[{n}];  /* sin and cos of each angle, in lanes */",
                  "for (l = 0; l < SG_W; ++l) {",
                  f"    const double *q_r = q + (long)l * {strides['q']};  /* state l's row */",
-                 *[f"    ang[{n} * l + {i}] = {_row_q(a)};  /* '{name}' */" for i, (a, name) in enumerate(angles)],
+                 *[f"    ang[{i} * SG_W + l] = {_row_q(a)};  /* '{name}' */" for i, (a, name) in enumerate(angles)],
                  "}",
-                 f"sg_sincos_n_lanes({n} * SG_W, ang, sc);"]
+                 f"sg_sincos_split_lanes({n} * SG_W, ang, (double *)s_l, (double *)c_l);"]
+    head += decls + vector
+    sc_calls = any("sc +" in c for c in per_lane)        # a per-lane call takes its sines and cosines
     if per_lane:
         k_size = max([16] + [6 * b.nu for b in bodies])
-        head += decls + [
-            "for (l = 0; l < SG_W; ++l) {  /* the hinge kernels, one lane at a time, into the lane arrays */",
+        head += [
+            "for (l = 0; l < SG_W; ++l) {  /* the other hinge kernels, one lane at a time, into the lane arrays */",
             f"    const double *q_r = q + (long)l * {strides['q']}, *u_r = u + (long)l * {nu};",
-            *([f"    const double *sc_r = sc + {2 * len(angles)} * l;"] if angles else []),
+            *([f"    double sc_r[{2 * len(angles)}];", f"    for (i = 0; i < {len(angles)}; ++i) "
+               "{ sc_r[2 * i] = s_l[i][l]; sc_r[2 * i + 1] = c_l[i][l]; }"] if sc_calls else []),
             f"    double k_out[{k_size}];",
             *["    " + re.sub(r"\(q \+ (\d+), u \+ (\d+), (sc \+|0)", _lane_args, c) for c in per_lane],
             "}"]
     used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size,
             "out": any(re.search(r"\bout\[", line) for line in body)}      # no U (every hinge locked): no out
     p_in = [(n, stride) for a, n, stride in ins if a == "p" and p_lanes]
-    return {"ins": [x for x in ins if not (p_in and x[0] == "p")], "head": head, "lines": body,
+    ins = [x for x in ins if not (p_in and x[0] == "p")]
+    return {"ins": ins, "head": head, "lines": body, "loop_i": bool(ins) or sc_calls,
             "unused": [a for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
             "p_lanes": p_in[0] if p_in else None}
 
@@ -1069,7 +1154,7 @@ def _lane_args(m) -> str:
     return f"(q_r + {m.group(1)}, u_r + {m.group(2)}, " + ("sc_r +" if m.group(3) == "sc +" else "0")
 
 
-def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH) -> dict:
+def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH, hinges=None) -> dict:
     """The lane form of forward dynamics, inverse dynamics and the mass matrix (``sg_<name>_<kind>_lanes``,
     templates/helpers/lanes.c.jinja): each straight-line function of :func:`_traced_dynamics` (``tapes``) printed
     a second way by :meth:`symgen.ir.tape.Tape.lane_lines`, SG_W states per call.  A kind is left out (its batch
@@ -1081,7 +1166,7 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH) -
     rollout's blocks of SG_W cases call (templates/helpers/rollout.c.jinja); ``sincos``: a lane function takes
     sines and cosines of hinge angles (``sg_sincos_n_lanes``)."""
     def lane(key, p_stride, out_size, p_lanes=False):
-        return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes)
+        return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes, hinges)
 
     parents = [b.parent for b in bodies]
     branched = len(set(parents)) < len(parents)     # a branched tree's M: slower per lane than one state at a time
