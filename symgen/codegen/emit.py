@@ -870,7 +870,7 @@ def _qdot_lanes(model, layout, hinges, nq: int, nu: int) -> list | None:
         if "modes" in L:
             (mq0, mq1), mu0 = L["modes"]["q"], L["modes"]["u"][0]
             lines += [f"o_l[{mq0 + i}] = u_l[{mu0 + i}];" for i in range(mq1 - mq0)]
-    return lines
+    return lines or None                                 # no Q (every hinge locked): nothing to take
 
 
 def _qdot_lines(N_const, slug: str, hinge: str, q0: int, u0: int, nq: int, nu: int) -> list:
