@@ -34,8 +34,11 @@ from ..paths import cache_dir
 
 STRICT_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
 #: optimization flags of every module; SYMGEN_MARCH_NATIVE=1 adds -march=native (then the module only runs
-#: on machines like the one that built it; the flag is part of the module's content hash)
-OPT_FLAGS = ("-O3",) + (("-march=native",) if os.environ.get("SYMGEN_MARCH_NATIVE") == "1" else ())
+#: on machines like the one that built it; the flag is part of the module's content hash).  Functions start on
+#: a cache line.  The long straight-line functions' speed depends on the code's layout in ways this does not
+#: fully remove: the floating humanoid's one-state mass matrix measured 1.07 or 1.35 µs as an unrelated helper
+#: (sg_sincos) shrank, and 1.01 with the shrunk helper and this flag (benchmarks/vs_pinocchio.py watches it)
+OPT_FLAGS = ("-O3", "-falign-functions=64") + (("-march=native",) if os.environ.get("SYMGEN_MARCH_NATIVE") == "1" else ())
 CDEF_BEGIN, CDEF_END = "/* SG_CDEF_BEGIN */", "/* SG_CDEF_END */"
 
 stats = {"compiles": 0, "hits": 0}
