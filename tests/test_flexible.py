@@ -407,3 +407,16 @@ def test_node_frames_in_the_generated_c(kane_flex, free_flex):
                 dq = mb.qdot(Q[i], U[i])
                 Jd = (mb.jacobian(Q[i] + h * dq, name) - mb.jacobian(Q[i] - h * dq, name)) / (2 * h)
                 assert_close(mb.jacobian_dot(Q[i], U[i], name), Jd, 1e-6, f"jacobian_dot '{name}'")
+
+
+def test_massless_rigid_part_with_nodes_is_not_singular():
+    """A flexible body whose mass is all on its nodes: the build's singular-hinge check counts the nodes (at their
+    undeformed places), so the panel's PIN is not reported, and forward dynamics solves (ID(FD(T)) = T, 1e-10)."""
+    d = copy.deepcopy(KANE_FLEX)
+    d["name"] = "flexnodesonly"
+    d["bodies"][1].update(mass=0.0, com=[0, 0, 0], inertia=[0, 0, 0, 0, 0, 0])
+    mb = build_model(model_from_dict(d, "<flexnodesonly>"))
+    assert mb.singular_hinges == ()
+    rng = np.random.default_rng(12)
+    q, u, T = rng.normal(size=4), rng.normal(size=4), rng.normal(size=4)
+    assert_close(mb.inverse_dynamics(q, u, mb.forward_dynamics(q, u, T)), T, 1e-10, "ID(FD(T))")

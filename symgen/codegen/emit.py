@@ -854,19 +854,8 @@ def _qdot_lanes(model, layout, hinges, nq: int, nu: int) -> list | None:
                 if kernel is None:
                     return None
                 lines += [f"sg_vd N{k}[{hnq * hnu}];  /* '{b.hinge_name}' */"] + kernel
-            for i in range(hnq):
-                terms = []
-                for j in range(hnu):
-                    c, x = N_const[i * hnu + j], f"u_l[{u0 + j}]"
-                    if c is None:
-                        terms.append(f"N{k}[{i * hnu + j}] * {x}")
-                    elif c == 1.0:
-                        terms.append(x)
-                    elif c == -1.0:
-                        terms.append(f"-{x}")
-                    elif c != 0.0:
-                        terms.append(f"{c!r} * {x}")
-                lines.append(f"o_l[{q0 + i}] = {' + '.join(terms) or '(sg_vd){0}'};")
+            lines += [f"o_l[{q0 + i}] = {_qdot_sum(N_const, i, hnu, u0, f'N{k}', 'u_l') or '(sg_vd){0}'};"
+                      for i in range(hnq)]
         if "modes" in L:
             (mq0, mq1), mu0 = L["modes"]["q"], L["modes"]["u"][0]
             lines += [f"o_l[{mq0 + i}] = u_l[{mu0 + i}];" for i in range(mq1 - mq0)]
@@ -881,20 +870,26 @@ def _qdot_lines(N_const, slug: str, hinge: str, q0: int, u0: int, nq: int, nu: i
     if N_const is None or any(c is None for c in N_const):
         out.append(f"sg_{slug}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{hinge}' */")
     for i in range(nq):
-        terms = []
-        for j in range(nu):
-            c = None if N_const is None else N_const[i * nu + j]
-            x = f"u[{u0 + j}]"
-            if c is None:
-                terms.append(f"N[{i * nu + j}] * {x}")
-            elif c == 1.0:
-                terms.append(x)
-            elif c == -1.0:
-                terms.append(f"-{x}")
-            elif c != 0.0:
-                terms.append(f"{c!r} * {x}")
-        out.append(f"out[{q0 + i}] = {' + '.join(terms) or '0.0'};" + ("" if i else f"  /* '{hinge}' */"))
+        out.append(f"out[{q0 + i}] = {_qdot_sum(N_const, i, nu, u0, 'N', 'u') or '0.0'};"
+                   + ("" if i else f"  /* '{hinge}' */"))
     return out
+
+
+def _qdot_sum(N_const, i: int, nu: int, u0: int, N: str, u: str) -> str:
+    """Row i of N(Q) U in C, in j order (the one-state and the lane forms sum alike): ``N[i nU + j] * u[u0 + j]``
+    where the entry is not a constant, the constant ones folded (1 and -1 signs, 0 dropped); "" for none."""
+    terms = []
+    for j in range(nu):
+        c, x = None if N_const is None else N_const[i * nu + j], f"{u}[{u0 + j}]"
+        if c is None:
+            terms.append(f"{N}[{i * nu + j}] * {x}")
+        elif c == 1.0:
+            terms.append(x)
+        elif c == -1.0:
+            terms.append(f"-{x}")
+        elif c != 0.0:
+            terms.append(f"{c!r} * {x}")
+    return " + ".join(terms)
 
 
 def kernel_structure(h: Hinge) -> dict:

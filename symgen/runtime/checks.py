@@ -108,7 +108,7 @@ def singular_hinges(mb, n_states: int = 3, seed: int = 0) -> list:
     man = mb.manifest
     bodies = man["bodies"]
     nb = len(bodies)
-    if not nb or not mb.nu or man.get("modes"):         # flexible bodies: no atbi_matrices to read D from
+    if not nb or not mb.nu:
         return []
     M = spatial_inertias(bodies)
     scale = float(np.abs(M).max()) or 1.0
