@@ -54,6 +54,24 @@ FREE_FLEX = {
     ],
 }
 
+# a chain of two flexible links (the second hangs from the first's frame): modal columns walk up a flexible ancestor
+CHAIN_FLEX = {
+    "name": "flexchain", "gravity": [0, 0, -9.81],
+    "bodies": [
+        {"name": "link1", "parent": "newtonian", "mass": 1.0, "com": [0.4, 0, 0], "inertia": [0.01, 0.05, 0.05, 0, 0, 0],
+         "hinge": {"type": "PIN", "name": "j1", "axis": [0, 0, 1]},
+         "flex": {"nodes": [{"name": "l1_mid", "pos": [0.4, 0, 0], "mass": 0.3},
+                            {"name": "l1_end", "pos": [0.8, 0, 0.05], "mass": 0.2}],
+                  "modes": [{"frequency": 3.0, "damping": 0.02, "shape": {"l1_mid": [0, 0.3, 0.1], "l1_end": [0, 1.0, 0]}}]}},
+        {"name": "link2", "parent": "link1", "mass": 0.6, "com": [0.3, 0, 0], "inertia": [0.005, 0.02, 0.02, 0, 0, 0],
+         "hinge": {"type": "PIN", "name": "j2", "axis": [0, 1, 0]}, "onode": {"xyz": [0.8, 0, 0]},
+         "flex": {"nodes": [{"name": "l2_end", "pos": [0.6, 0, 0], "mass": 0.25},
+                            {"name": "l2_side", "pos": [0.5, 0.1, 0], "mass": 0.1}],
+                  "modes": [{"frequency": 5.0, "shape": {"l2_end": [0, 0, 1.0], "l2_side": [0, 0, 0.7]}},
+                            {"frequency": 9.0, "shape": {"l2_end": [0, 0.4, 0], "l2_side": [0.2, 0, -0.5]}}]}},
+    ],
+}
+
 # a flexible beam clamped to the ground: one mode of 2 Hz
 CLAMPED = {
     "name": "clamped", "gravity": [0, 0, 0],
@@ -173,13 +191,19 @@ def _rigid_inertia(spec):
     return spec["mass"], np.array(spec.get("com", [0, 0, 0]), float), J
 
 
-@pytest.mark.parametrize("which", ["kane", "free"])
+@pytest.mark.parametrize("which", ["kane", "free", "chain"])
 def test_mass_matrix_is_the_nodes_jacobians_plus_the_rigid_part(which, kane_flex, free_flex):
     """M = sum_b J_b^T M_b J_b (rigid parts) + sum_i m_i J_i^T J_i with each node's translational Jacobian J_i
     from central differences of its position along each U (1e-6 relative); 1/2 U^T M U equals the kinetic energy
     of the rigid parts and the nodes with each node's velocity R_B (v_B + w_B x d_i + Phi_i etadot) (1e-10); the
     node frames' pose, Jacobian and velocity agree with the same positions."""
-    mb, spec = (kane_flex, KANE_FLEX) if which == "kane" else (free_flex, FREE_FLEX)
+    mb, spec = {"kane": (kane_flex, KANE_FLEX), "free": (free_flex, FREE_FLEX),
+                "chain": (None, CHAIN_FLEX)}[which]
+    if mb is None:
+        mb = build_model(model_from_dict(CHAIN_FLEX, "<flexchain>"))
+        rng = np.random.default_rng(5)
+        q, u, T = rng.normal(size=(3, mb.nu))
+        assert_close(mb.inverse_dynamics(q, u, mb.forward_dynamics(q, u, T)), T, 1e-10, "ID(FD(T)), chain")
     rng = np.random.default_rng(3)
     h = 1e-6
     for _ in range(3):
