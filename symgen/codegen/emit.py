@@ -493,7 +493,10 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
     from ..hinges.derive import hinge
 
-    hinges = {b.name: hinge(b.hinge_type, **b.hinge_kwargs()) for b in model.bodies}
+    specs, hinges = {}, {}                     # one Hinge per bound spec (its derivation is read once)
+    for b in model.bodies:
+        h = hinge(b.hinge_type, **b.hinge_kwargs())
+        hinges[b.name] = specs.setdefault(h.spec.key(), h)
     dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form, derivatives and not loops, hinges)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size)
     if fk["poses"] is not None:
@@ -1067,12 +1070,14 @@ def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: 
     return out
 
 
-def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=False, hinges=None) -> dict | None:
+def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=False, hinges=None,
+                   kernels=None) -> dict | None:
     """One traced algorithm (its tape, None for a trace that stopped at a constant D that is not positive
     definite) printed as a lane function (templates/helpers/lanes.c.jinja), or None when it has no lane form.
     Returns the pieces the template prints: the inputs to transpose into lane-major arrays ``<a>_l[i][l]``
     (array, count, row stride), the hinge kernels (on lane vectors where :func:`_lane_kernel` prints them from
-    ``hinges`` {body: Hinge}, else called per lane), the statements.  ``p_lanes``: the function
+    ``hinges`` {body: Hinge}, else called per lane; ``kernels``: a dict that keeps them for the other lane
+    functions of the model, which read the same kernels), the statements.  ``p_lanes``: the function
     also comes as ``..._lanes_pl``, which takes p already in lanes (``p_l``; the rollout keeps it so from step
     to step); then ``p`` is left out of the inputs and its (count, row stride) is the result's ``p_lanes``."""
     from ..ir.tape import LaneError
@@ -1092,14 +1097,17 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     strides = {"q": sum(layout[b.name]["nq"] + (b.flex.n if b.flex else 0) for b in bodies), "u": nu, "p": p_stride}
     # the hinge kernels' outputs the live code reads: on lane vectors where they print so, else per lane the
     # scalar kernel into k_out, then its entries
-    calls = _HingeCalls(layout, slugs)
+    calls, kernels = _HingeCalls(layout, slugs), {} if kernels is None else kernels
     per_lane, decls, vector = [], [], []
     for b, arr, kernel, n, live in _kernel_arrays(T, bodies):
         decls.append(f"sg_vd {arr}[{n}];  /* '{b.name}' */")
         call = calls(b.name, kernel, "k_out")            # registers the hinge's angles (sg_sincos_split_lanes)
         Lb = layout[b.name]
-        lane = None if hinges is None else _lane_kernel(hinges[b.name], kernel, live, arr, Lb["q"][0], Lb["u"][0],
-                                                        calls._offset.get(b.name, 0))
+        key = (b.name, kernel, tuple(live), calls._offset.get(b.name, 0))
+        if key not in kernels:
+            kernels[key] = None if hinges is None else _lane_kernel(hinges[b.name], kernel, live, arr, Lb["q"][0],
+                                                                    Lb["u"][0], key[3])
+        lane = kernels[key]
         if lane is not None:
             vector += [f"/* '{b.name}': {kernel}, on lane vectors */"] + lane
             for a, n_a in (("q", strides["q"]), ("u", nu)):   # the lane arrays of Q and U, whole, if read
@@ -1160,8 +1168,10 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH, h
     Closed chains (TA) have none.  FD also comes as ``sg_<name>_fd_lanes_pl`` (p already in lanes), which the
     rollout's blocks of SG_W cases call (templates/helpers/rollout.c.jinja); ``sincos``: a lane function takes
     sines and cosines of hinge angles (``sg_sincos_n_lanes``)."""
+    kernels = {}                                      # the hinge kernels on lane vectors, printed once
+
     def lane(key, p_stride, out_size, p_lanes=False):
-        return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes, hinges)
+        return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes, hinges, kernels)
 
     parents = [b.parent for b in bodies]
     branched = len(set(parents)) < len(parents)     # a branched tree's M: slower per lane than one state at a time
