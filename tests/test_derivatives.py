@@ -19,6 +19,7 @@ import symgen
 from helpers import assert_close
 from model_factory import random_tree_dict
 from pin_maps import to_pin_q, u_map
+from symgen.codegen.emit import LANE_WIDTH as W
 from symgen.pipeline.package import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,26 +55,32 @@ def _rel(a, b):
     return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
 
 
-def test_derivatives_match_pinocchio_on_fixed_bases(fixed_robot):
+@pytest.mark.parametrize("batch", [False, True], ids=["one-state", "batch"])
+def test_derivatives_match_pinocchio_on_fixed_bases(fixed_robot, batch):
+    """One state at a time (the one-state function) and as one batch of W + 1 states (a block of W on the
+    lane-batch form, one state on the tail)."""
     mb, pm = fixed_robot
     pd = pm.createData()
     rng = np.random.default_rng(3)
-    for _ in range(5):
-        q = mb.sanitize(rng.uniform(-2.5, 2.5, mb.nq))
-        qp = to_pin_q(mb, pm, q)
-        P = u_map(mb, pm, q, False)                 # a permutation on a fixed base: u = P v
-        v, a, tau = rng.normal(size=pm.nv), rng.normal(size=pm.nv), rng.normal(size=pm.nv)
-        u, udot, T = P @ v, P @ a, P @ tau
-        dq, du, Minv = mb.forward_dynamics_derivatives(q, u, T)
-        pin.computeABADerivatives(pm, pd, qp, v, tau)
+    n = W + 1 if batch else 5
+    Q = np.array([mb.sanitize(rng.uniform(-2.5, 2.5, mb.nq)) for _ in range(n)])
+    V, A, TAU = (rng.normal(size=(n, pm.nv)) for _ in range(3))
+    Ps = [u_map(mb, pm, q, False) for q in Q]              # a permutation on a fixed base: u = P v
+    U, UD, T = (np.array([P @ x for P, x in zip(Ps, X)]) for X in (V, A, TAU))
+    if batch:
+        fd, id_ = mb.forward_dynamics_derivatives(Q, U, T), mb.inverse_dynamics_derivatives(Q, U, UD)
+    for i in range(n):
+        qp, P, v = to_pin_q(mb, pm, Q[i]), Ps[i], V[i]
+        dq, du, Minv = fd[:, i] if batch else mb.forward_dynamics_derivatives(Q[i], U[i], T[i])
+        pin.computeABADerivatives(pm, pd, qp, v, TAU[i])
         Minv_pin = np.triu(pd.Minv) + np.triu(pd.Minv, 1).T
         for ours, theirs, what in ((dq, pd.ddq_dq, "ddq_dq"), (du, pd.ddq_dv, "ddq_dv"), (Minv, Minv_pin, "Minv")):
-            assert _rel(P.T @ ours @ P, theirs) < 1e-9, what
-        dq, du, M = mb.inverse_dynamics_derivatives(q, u, udot)
-        pin.computeRNEADerivatives(pm, pd, qp, v, a)
+            assert _rel(P.T @ ours @ P, theirs) < 1e-9, f"{what}, state {i}"
+        dq, du, M = id_[:, i] if batch else mb.inverse_dynamics_derivatives(Q[i], U[i], UD[i])
+        pin.computeRNEADerivatives(pm, pd, qp, v, A[i])
         M_pin = np.triu(pd.M) + np.triu(pd.M, 1).T
         for ours, theirs, what in ((dq, pd.dtau_dq, "dtau_dq"), (du, pd.dtau_dv, "dtau_dv"), (M, M_pin, "M")):
-            assert _rel(P.T @ ours @ P, theirs) < 1e-9, what
+            assert _rel(P.T @ ours @ P, theirs) < 1e-9, f"{what}, state {i}"
 
 
 # ---- central differences along the tangent ----------------------------------------------------------------
@@ -146,18 +153,34 @@ def test_derivatives_match_central_differences(tree, with_f_ext):
 
 
 def test_identities_and_batches(tree):
-    """M^-1 M = 1, M equals mass_matrix (1e-10); a batch equals its states one by one."""
+    """M^-1 M = 1, M equals mass_matrix (1e-10); a batch of W + 3 states with f_ext (a block of W on the
+    lane-batch form, the tail one by one) equals its states one by one, bit for bit: the lane form runs the one-state
+    function's statements in the same order.  So does the full-coordinate form (Q directions d/dQ_i, what the
+    C step derivatives read) of the C batch against the one-state C function."""
     mb = tree
     rng = np.random.default_rng(5)
-    Q, U, X = mb.sanitize(rng.normal(size=(3, mb.nq))), rng.normal(size=(3, mb.nu)), rng.normal(size=(3, mb.nu))
-    fdb, idb = mb.forward_dynamics_derivatives(Q, U, X), mb.inverse_dynamics_derivatives(Q, U, X)
-    for i in range(3):
+    n = W + 3
+    Q, U, X = mb.sanitize(rng.normal(size=(n, mb.nq))), rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nu))
+    F = rng.normal(size=(n, mb.nb, 6))
+    fdb, idb = mb.forward_dynamics_derivatives(Q, U, X, f_ext=F), mb.inverse_dynamics_derivatives(Q, U, X, f_ext=F)
+    for i in range(n):
         M = mb.mass_matrix(Q[i])
         assert_close(fdb[2][i] @ M, np.eye(mb.nu), 1e-10, "Minv M")
         assert_close(idb[2][i], M, 1e-10, "M")
-        for batch, one in zip(list(fdb) + list(idb), list(mb.forward_dynamics_derivatives(Q[i], U[i], X[i]))
-                              + list(mb.inverse_dynamics_derivatives(Q[i], U[i], X[i]))):
-            assert np.array_equal(batch[i], one)
+        for batch, one in zip(list(fdb) + list(idb), list(mb.forward_dynamics_derivatives(Q[i], U[i], X[i], f_ext=F[i]))
+                              + list(mb.inverse_dynamics_derivatives(Q[i], U[i], X[i], f_ext=F[i]))):
+            assert np.array_equal(batch[i], one), f"state {i}"
+    b = mb.derivative_binding()
+    P = np.ascontiguousarray(b.p(n, X, F, None))
+    size = mb.nu * (mb.nq + 2 * mb.nu)
+    for kind in ("fd", "id"):
+        out, one = np.full((n, size), np.nan), np.full(size, np.nan)
+        assert getattr(b.lib, f"sg_{mb.name}_{kind}_derivatives_batch")(n, b.buf(Q), b.buf(U), b.buf(P), 0,
+                                                                         b.buf(out)) == 0
+        for i in range(n):
+            assert getattr(b.lib, f"sg_{mb.name}_{kind}_derivatives")(b.buf(Q[i]), b.buf(U[i]), b.buf(P[i]), 0,
+                                                                      b.buf(one)) == 0
+            assert np.array_equal(out[i], one), f"{kind}, full coordinates, state {i}"
 
 
 # ---- one integration step ---------------------------------------------------------------------------------
@@ -266,6 +289,44 @@ def test_parameter_derivatives_match_central_differences(parametric):
         ref = np.column_stack([(call(kind, th + h * e, x) - call(kind, th - h * e, x)) / (2 * h)
                                for e in np.eye(len(th))])
         assert _rel(wrt(q, u, x, wrt="params"), ref) < FD_TOL, kind
+
+
+def test_lane_batch_derivatives_are_there():
+    """The models the batch tests above run have the lane-batch form of both derivative functions (else their
+    batches would go one state at a time and those tests would not reach it)."""
+    from symgen.model import load_model
+    from symgen.pipeline.sources import cached_model_sources
+
+    models = [load_model(ROOT / "examples" / "models" / "quadruped.urdf", floating_base=True),
+              load_model(ROOT / "examples" / "models" / "arm7.urdf")] + [_small_tree(i) for i in range(4)]
+    for model in models:
+        c = cached_model_sources(model, derivatives=True)[0][f"{model.name}.c"]
+        for kind in ("fd", "id"):
+            assert f"int sg_{model.name}_{kind}_derivatives_lanes(" in c, (model.name, kind)
+
+
+@pytest.mark.parametrize("bad", [0, W + 2])
+def test_a_lane_with_singular_d_reports_its_state(parametric, bad):
+    """link7 and what is welded to it without mass and inertia in one state of a batch of 2W + 3: its D is 0 in
+    that lane of the lane-batch form only.  The forward dynamics derivatives raise for that state and body, as
+    the one-state loop does; without that state, the batch equals the one-state calls."""
+    mb = parametric
+    n = 2 * W + 3
+    rng = np.random.default_rng(6)
+    Q, U, T = rng.normal(size=(n, mb.nq)), rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nu))
+    outboard = ("link7", "flange", "tool")
+    params = {f"{b}.{x}": np.repeat(v[None], n, axis=0) for b in outboard
+              for x, v in (("mass", np.array(0.5)), ("inertia", np.diag([0.01, 0.012, 0.008])))}
+    for v in params.values():
+        v[bad] = 0.0
+    with pytest.raises(np.linalg.LinAlgError, match=rf"body 'link7' \(hinge 'joint7'\) is not positive definite "
+                                                     rf"\(state {bad}\)"):
+        mb.forward_dynamics_derivatives(Q, U, T, params=params)
+    good = [i for i in range(n) if i != bad]
+    batch = mb.forward_dynamics_derivatives(Q[good], U[good], T[good], params={k: v[good] for k, v in params.items()})
+    for j, i in enumerate(good):
+        assert np.array_equal(batch[:, j], mb.forward_dynamics_derivatives(
+            Q[i], U[i], T[i], params={k: v[i] for k, v in params.items()})), f"state {i}"
 
 
 def test_bad_wrt_and_loops_are_clear_errors(fixed_robot):

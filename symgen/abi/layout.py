@@ -28,6 +28,8 @@ from __future__ import annotations
 #: the translation units (``SG_PART``) of a model's C that hold the derivative functions (the other parts never
 #: read a derivative kernel: a module built without derivatives leaves them out)
 DERIVATIVE_PARTS = {"fd": 7, "id": 8}
+#: the translation units of their lane-batch forms (SG_W states per call), compiled beside them
+DERIVATIVE_LANE_PARTS = {"fd": 10, "id": 11}
 #: the translation unit of atbi_matrices, upsilon and the per-kind steps they call, when no other entry point does
 MATS_PART = 9
 

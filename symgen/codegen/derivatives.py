@@ -168,12 +168,14 @@ def _coords(kind, group, layout):
             yield b, b.u0, b.nu
 
 
-def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_arrays, trace_bodies):
-    """The body of ``sg_<m>_<kind>_derivatives(q, u, p, tangent, out)`` (kind ``"fd"`` or ``"id"``) as C lines,
-    or None when the traced function is longer than :data:`DERIVATIVE_MAX_LINES` or D is a constant that is not
-    positive definite.  ``calls_factory()``: a new hinge-kernel call printer (symgen.codegen.emit._HingeCalls);
+def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_arrays, trace_bodies, lane_head=None):
+    """The derivative functions of ``kind`` (``"fd"`` or ``"id"``): ``{"lines": the body of
+    sg_<m>_<kind>_derivatives(q, u, p, tangent, out), "lanes": the lane-batch form or None}``, or None when the
+    traced function is longer than :data:`DERIVATIVE_MAX_LINES` or D is a constant that is not positive definite.
+    ``calls_factory()``: a new hinge-kernel call printer (symgen.codegen.emit._HingeCalls);
     ``kernel_arrays(T, bodies)``: the value kernels the live code reads; ``trace_bodies(T, bodies)``: the bodies
-    as the trace sees them (a parametric build's inertias from p).
+    as the trace sees them (a parametric build's inertias from p); ``lane_head(items, strides, size)``:
+    :func:`symgen.codegen.emit.lane_kernel_head` (None: no lane-batch form; see :func:`_lane_form`).
 
     The directions come in groups (:func:`direction_groups`) of one kind each (Q, U, then T or Udot), each
     group traced with only its own seeds, so that what is zero for it folds: a U direction moves no transform,
@@ -253,7 +255,144 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
     decl = ["int i, l, s, c" + (", ndq;" if uses_ndq else ";"), "const sg_dv sg_dv_zero = {0.0};"]
     unused = [f"(void){x};" for x in ("q", "u", "p", "i", "l", "s", "c", "sg_dv_zero", "tangent", "out")
               if not any(re.search(rf"\b{x}\b", ln) for ln in lines)]
-    return decl + unused + lines
+    lanes_form = None if lane_head is None else \
+        _lane_form(kind, T, plan, nonzero, lane_arrays, bodies, L, layout, kernel_arrays, lane_head, covered < nq)
+    return {"lines": decl + unused + lines, "lanes": lanes_form}
+
+
+#: lane-batch derivative functions longer than this are not generated (their batches go one state at a time)
+DERIVATIVE_LANE_MAX_LINES = 20000
+
+
+def _lane_form(kind, T, plan, nonzero, lane_arrays, bodies, L, layout, kernel_arrays, lane_head, q_without_u):
+    """The lane-batch form of a derivative function, ``sg_<m>_<kind>_derivatives_lanes(q, u, p, tangent, out)``
+    for SG_W states (rows as in the _batch function; templates/helpers/lanes.c.jinja's vectors): the same traced
+    statements (:meth:`symgen.ir.tape.Tape.split_lines` with ``states``) with one state per lane, the values of
+    the SG_W states first, then each direction's tangents of those states, one direction at a time.  Where the
+    one-state function spends a scalar operation per value and a vector of SG_DW directions per tangent (a
+    group of 2 directions fills a quarter of its AVX-512 vectors), this spends a vector of states on both.
+    Returns the pieces the template prints, or None (a statement without that form, or past
+    :data:`DERIVATIVE_LANE_MAX_LINES`)."""
+    from ..ir.tape import LaneError
+
+    nu, nq = L.nu, sum(layout[b.name]["nq"] for b in bodies)
+    if not nu:
+        return None                                       # nothing to differentiate (every hinge welded)
+    rs = {a for a in lane_arrays if a.startswith("r")}
+    try:
+        scalar, lanes = T.split_lines(lane_arrays, "sg_vd", "SG_W", vectors=rs, zero="sg_vd_zero", states="sg_vd",
+                                      arrays={"q": "q_l", "u": "u_l", "p": "p_l"})
+    except LaneError:
+        return None
+    if len(scalar) + sum(len(x) for x in lanes.values()) > DERIVATIVE_LANE_MAX_LINES:
+        return None
+    size = {}                                             # q, u, p: entries read (max index + 1)
+    live = {}                                             # derivative kernel array -> entries read
+    for text in T.live_inputs():
+        m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
+        if m.group(1) in ("q", "u", "p"):
+            size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
+        live.setdefault(m.group(1), []).append(int(m.group(2)))
+    strides = {"q": nq, "u": nu, "p": L.params.size}
+    items = list(kernel_arrays(T, bodies))
+    items += [(b, arr, kernel, n, sorted(live[arr])) for b, arr, kernel, n in _derivative_kernel_arrays(T, bodies,
+                                                                                                         layout)]
+    body, n_maps = [], set()
+    out_size = nu * (nq + 2 * nu)
+    t_solved = kind == "fd"
+    seeded_all = T.live_arrays()
+    for (key, gk, g), rows_r in zip(plan, nonzero):
+        if key not in lanes:
+            continue
+        body += _lane_group_block(key, gk, g, layout, nu, nq, lanes[key], f"s{key}" in seeded_all, n_maps, out_size,
+                                  rows_r if kind == "fd" and gk != "T" else None, t_solved and gk == "T")
+    by_k = {b.k: b for b in bodies}
+    items += [(by_k[k], f"N{k}", "qdot_map", layout[by_k[k].name]["nq"] * by_k[k].nu,
+               list(range(layout[by_k[k].name]["nq"] * by_k[k].nu))) for k in sorted(n_maps)]
+    head, per_lane, sc_calls, angles = lane_head(items, strides, size)
+    ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
+    zero = [f"if (!tangent) for (l = 0; l < SG_W; ++l) for (i = 0; i < {nu * nq}; ++i) "
+            f"out[(long)l * {out_size} + i] = 0.0;  /* Q's without a U: zero */"] if q_without_u else []
+    minv = [f"sg_vd Minv_l[{nu * nu}];  /* M^-1, from the directions of T */"] if kind == "fd" and \
+        any(gk == "T" for _, gk, _ in plan) else []
+    lines = minv + head + scalar + [f"ndq = tangent ? {nu} : {nq};"] + zero + body
+    return {"ins": ins, "lines": lines, "out_size": out_size, "sincos": bool(angles),
+            "loop_i": True, "unused": [a for a in ("q", "u", "p", "tangent") if not any(
+                re.search(rf"\b{a}\b", ln) for ln in lines) and a not in size]}
+
+
+def _lane_group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, out_size, times_minv, keeps_minv):
+    """:func:`_group_block` for the lane-batch form: the group's directions one at a time, each a vector of SG_W
+    states; its rows into each state's out (``out_size`` doubles per state).  ``keeps_minv``: the group is forward
+    dynamics' T directions, whose results (M^-1's columns) are kept in ``Minv_l`` for ``times_minv``'s groups."""
+    coords = list(_coords(gk, g, layout))
+    names = ", ".join(f"'{b.name}'" for b in g)
+    if gk == "q":
+        dirs_t = [b.u0 + j for b in g if layout[b.name]["nq"] for j in range(b.nu)]
+        dirs_q = [c0 + i for _, c0, n in coords for i in range(n)]
+        first = "0"
+    else:
+        dirs_t = dirs_q = [c0 + i for _, c0, n in coords for i in range(n)]
+        first = "ndq" if gk == "u" else f"ndq + {nu}"
+    arr, size = f"s{key}", nq if gk == "q" else nu
+    out = [f"{{  /* directions {'along Q' if gk == 'q' else 'of U' if gk == 'u' else 'of T (or Udot)'} of {names} */",
+           f"    static const int dirs_t[{len(dirs_t)}] = {{{', '.join(map(str, dirs_t))}}};",
+           f"    static const int dirs_q[{len(dirs_q)}] = {{{', '.join(map(str, dirs_q))}}};",
+           "    const int *dirs = tangent ? dirs_t : dirs_q;",
+           f"    const int nd = tangent ? {len(dirs_t)} : {len(dirs_q)};",
+           "    for (s = 0; s < nd; ++s) {",
+           "        const int d = dirs[s];"]
+    if seeded:
+        out += [f"        sg_vd {arr}[{size}];  /* the seeds: direction d, in every state */",
+                *[f"        for (i = {c0}; i < {c0 + n}; ++i) {arr}[i] = sg_vd_zero;" for _, c0, n in coords]]
+        if gk == "q":
+            fills = []
+            for b, c0, n in coords:
+                if b.nu:
+                    n_maps.add(b.k)
+                    fills.append(f"if (d >= {b.u0} && d < {b.u0 + b.nu}) "
+                                 f"for (i = 0; i < {n}; ++i) {arr}[{c0} + i] = N{b.k}[i * {b.nu} + d - {b.u0}];")
+            out += [f"        if (!tangent) {arr}[d] = sg_vd_zero + 1.0;", "        else {",
+                    *[f"            {x}" for x in fills], "        }"]
+        else:
+            out += [f"        {arr}[d] = sg_vd_zero + 1.0;"]
+    res = f"r{key}"
+    out += [f"        sg_vd {res}[{nu}];  /* the derivatives along direction d, one state per lane */",
+            *[f"        {x}" for x in lanes]]
+    column = "sg_deriv_column({nu}, ndq, {first} + {d}, out + (long)l * {size}, &ncol)"
+    if times_minv is not None:
+        # M^-1 r after the loop, for every direction of the group at once: each M^-1 entry read once per row
+        # and group rather than once per direction (the sums in the one-state function's order: the same bits)
+        k, nd_max = max(len(times_minv), 1), max(len(dirs_t), len(dirs_q))
+        rows = ", ".join(map(str, times_minv or [0]))
+        out[5:5] = [f"    static const int rows[{k}] = {{{rows}}};  /* where r can be nonzero */",
+                    f"    sg_vd R[{k}][{nd_max}];  /* r of each direction on those rows */"]
+        out += [f"        for (c = 0; c < {k}; ++c) R[c][s] = {res}[rows[c]];" if times_minv else
+                f"        R[0][s] = sg_vd_zero;",
+                "    }",
+                f"    for (s = nd; s < {nd_max}; ++s) for (c = 0; c < {k}; ++c) R[c][s] = sg_vd_zero;",
+                f"    for (i = 0; i < {nu}; ++i) {{  /* (M^-1 r)_i = sum_k M^-1_ik r_k */",
+                f"        sg_vd acc[{nd_max}];",
+                f"        for (s = 0; s < {nd_max}; ++s) acc[s] = sg_vd_zero;",
+                f"        for (c = 0; c < {k}; ++c) {{",
+                f"            const sg_vd m = Minv_l[i * {nu} + rows[c]];",
+                f"            for (s = 0; s < {nd_max}; ++s) acc[s] += m * R[c][s];",
+                "        }",
+                "        for (s = 0; s < nd; ++s) for (l = 0; l < SG_W; ++l) {  /* into state l's column of out */",
+                "            int ncol;",
+                f"            {column.format(nu=nu, first=first, d='dirs[s]', size=out_size)}[i * ncol] = acc[s][l];",
+                "        }",
+                "    }",
+                "}"]
+        return out
+    if keeps_minv:
+        out += [f"        for (i = 0; i < {nu}; ++i) Minv_l[i * {nu} + d] = {res}[i];  /* column d of M^-1 */"]
+    out += ["        for (l = 0; l < SG_W; ++l) {  /* into state l's column of out */",
+            "            int ncol;",
+            f"            double *m = {column.format(nu=nu, first=first, d='d', size=out_size)};",
+            f"            for (i = 0; i < {nu}; ++i) m[i * ncol] = {res}[i][l];",
+            "        }"]
+    return out + ["    }", "}"]
 
 
 def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=None):

@@ -27,7 +27,7 @@ from sympy.printing.c import C99CodePrinter
 
 from ..hinges.derive import NEEDS_U, Hinge
 from ..symbolic.spatial import stumpff
-from ..abi.layout import DERIVATIVE_PARTS, MATS_PART
+from ..abi.layout import DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS, MATS_PART
 from .plan import model_batches
 
 #: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
@@ -805,12 +805,18 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     mats_part = MATS_PART if per_kind.functions and all(traced[k] for k in ("fd", "id", "mm")) else 0
     if mats_part:
         part_lines[mats_part] = len(per_kind.functions)
-    derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None) if derivatives else \
-        {"fd": None, "id": None}
+    derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None, hinges=hinges) \
+        if derivatives else {"fd": None, "id": None}
+    lanes.update(fd_derivatives=None, id_derivatives=None)
     for k, f in derivs.items():
         if f:
             f["part"] = DERIVATIVE_PARTS[k]                 # each a translation unit of its own
             part_lines[f["part"]] = len(f["lines"])
+            if f["lanes"]:                                  # its lane-batch form too, compiled beside it
+                f["lanes"]["part"] = DERIVATIVE_LANE_PARTS[k]
+                part_lines[f["lanes"]["part"]] = len(f["lanes"]["lines"])
+                lanes["sincos"] = lanes["sincos"] or f["lanes"]["sincos"]
+            lanes[f"{k}_derivatives"] = f["lanes"]
     forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
              "mass_matrix": "straight" if traced["mm"] else "per_kind"}
@@ -821,21 +827,26 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "upsilon_lines": drivers["upsilon"],
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices", "upsilon"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size, "mats_part": mats_part,
-            "derivative_parts": sorted(DERIVATIVE_PARTS.values())}
+            "derivative_parts": sorted([*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values()])}
 
 
-def _emit_derivatives(bodies, L, layout, slugs, straight: bool) -> dict:
-    """The derivative functions of FD and ID (:mod:`symgen.codegen.derivatives`): {"fd": {"lines"}, "id": ...},
-    None for one that is not generated (FD takes the per-kind form, or the trace is over the length limit)."""
+def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None) -> dict:
+    """The derivative functions of FD and ID (:mod:`symgen.codegen.derivatives`): {"fd": {"lines", "lanes"},
+    "id": ...}, None for one that is not generated (FD takes the per-kind form, or the trace is over the length
+    limit); "lanes": the lane-batch form (hinge kernels on lane vectors from ``hinges`` where they print so)."""
     from .derivatives import emit_derivatives
 
     out = {"fd": None, "id": None}
     if not straight:
         return out
+    kernels = {}                                      # the hinge kernels on lane vectors, printed once
+
+    def lane_head(items, strides, size):
+        return lane_kernel_head(items, bodies, L.nu, layout, slugs, strides, size, hinges, kernels)
+
     for k in out:
-        lines = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), _kernel_arrays,
-                                 lambda T, bs: parametric_bodies(T, bs, L))
-        out[k] = {"lines": lines} if lines else None
+        out[k] = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), _kernel_arrays,
+                                  lambda T, bs: parametric_bodies(T, bs, L), lane_head)
     return out
 
 
@@ -1042,13 +1053,20 @@ LANE_WIDTH = 8
 LANE_MAX_LINES = 6000
 
 
-def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: int) -> list | None:
+def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: int, memo=None) -> list | None:
     """A hinge kernel's live entries printed on lane vectors (``sg_vd``): the kernel's own statements
     (:func:`emit_statements`, the same CSE and order as its scalar C, so the same operations per lane) with Q and
     U read from ``q_l`` / ``u_l`` and the sines and cosines of its angles from ``s_l`` / ``c_l`` (from
     ``trig0`` on), written into the lane array ``arr``.  None when a statement calls a function (a square root,
-    a Stumpff series, libm): that kernel is called one lane at a time."""
-    M = getattr(h, kernel)
+    a Stumpff series, libm): that kernel is called one lane at a time.  A derivative kernel
+    (:data:`DERIVATIVE_KERNELS`) is differentiated once per hinge (``memo``, a dict)."""
+    if kernel in DERIVATIVE_KERNELS:
+        memo = {} if memo is None else memo
+        if ("derivatives", id(h)) not in memo:
+            memo[("derivatives", id(h))] = (h, derivative_kernels(h))
+        M = memo[("derivatives", id(h))][1][kernel]
+    else:
+        M = getattr(h, kernel)
     args = hinge_trig_args(h) if kernel in TRIG_KERNELS else []
     slots = {s_: f"q_l[{q0 + i}]" for i, s_ in enumerate(h.q)}
     slots.update({s_: f"u_l[{u0 + i}]" for i, s_ in enumerate(h.u)})
@@ -1066,6 +1084,7 @@ def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: 
         if re.search(r"\w\(", line):
             return None
         line = re.sub(r"^OUT\[(\d+)\]", lambda m: f"{arr}[{live[int(m.group(1))]}]", line)
+        line = re.sub(r"^(\w+\[\d+\]) = ([-+.\deE]+);$", r"\1 = (sg_vd){0.0} + \2;", line)  # a constant, in every lane
         out.append(line.replace("const double ", "const sg_vd "))
     return out
 
@@ -1095,18 +1114,36 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
         m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
         size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
     strides = {"q": sum(layout[b.name]["nq"] + (b.flex.n if b.flex else 0) for b in bodies), "u": nu, "p": p_stride}
-    # the hinge kernels' outputs the live code reads: on lane vectors where they print so, else per lane the
-    # scalar kernel into k_out, then its entries
+    head, per_lane, sc_calls, angles = lane_kernel_head(list(_kernel_arrays(T, bodies)), bodies, nu, layout, slugs,
+                                                        strides, size, hinges, kernels)
+    ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
+    used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size,
+            "out": any(re.search(r"\bout\[", line) for line in body)}      # no U (every hinge locked): no out
+    p_in = [(n, stride) for a, n, stride in ins if a == "p" and p_lanes]
+    ins = [x for x in ins if not (p_in and x[0] == "p")]
+    return {"ins": ins, "head": head, "lines": body, "loop_i": bool(ins) or sc_calls,
+            "unused": [a for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
+            "p_lanes": p_in[0] if p_in else None}
+
+
+def lane_kernel_head(items, bodies, nu, layout, slugs, strides, size, hinges=None, kernels=None):
+    """The start of a lane function: the hinge kernels' outputs it reads (``items``: (body, array, kernel, size,
+    entries read)) as lane arrays ``sg_vd <array>[size]``, each kernel on lane vectors where :func:`_lane_kernel`
+    prints it from ``hinges`` {body: Hinge} (``kernels``: a dict that keeps them for the other lane functions
+    of the model, which read the same kernels), else per lane (the scalar kernel into ``k_out``, then its
+    entries).  ``strides``: the rows of q, u and p; ``size``: {array: entries read} of the function's inputs,
+    grown here to the whole of Q and U where a lane kernel reads them.  Returns ``(head lines, per-lane calls,
+    whether one takes sines and cosines, the angles)``."""
     calls, kernels = _HingeCalls(layout, slugs), {} if kernels is None else kernels
     per_lane, decls, vector = [], [], []
-    for b, arr, kernel, n, live in _kernel_arrays(T, bodies):
+    for b, arr, kernel, n, live in items:
         decls.append(f"sg_vd {arr}[{n}];  /* '{b.name}' */")
         call = calls(b.name, kernel, "k_out")            # registers the hinge's angles (sg_sincos_split_lanes)
         Lb = layout[b.name]
         key = (b.name, kernel, tuple(live), calls._offset.get(b.name, 0))
         if key not in kernels:
             kernels[key] = None if hinges is None else _lane_kernel(hinges[b.name], kernel, live, arr, Lb["q"][0],
-                                                                    Lb["u"][0], key[3])
+                                                                    Lb["u"][0], key[3], kernels)
         lane = kernels[key]
         if lane is not None:
             vector += [f"/* '{b.name}': {kernel}, on lane vectors */"] + lane
@@ -1115,7 +1152,6 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
                     size[a] = n_a
         else:
             per_lane.append(call + "  " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live))
-    ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
     angles = calls._angles
     head = []
     if angles:
@@ -1130,7 +1166,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     head += decls + vector
     sc_calls = any("sc +" in c for c in per_lane)        # a per-lane call takes its sines and cosines
     if per_lane:
-        k_size = max([16] + [6 * b.nu for b in bodies])
+        k_size = max([16] + [n for _, _, _, n, _ in items])
         head += [
             "for (l = 0; l < SG_W; ++l) {  /* the other hinge kernels, one lane at a time, into the lane arrays */",
             f"    const double *q_r = q + (long)l * {strides['q']}, *u_r = u + (long)l * {nu};",
@@ -1139,13 +1175,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
             f"    double k_out[{k_size}];",
             *["    " + re.sub(r"\(q \+ (\d+), u \+ (\d+), (sc \+|0)", _lane_args, c) for c in per_lane],
             "}"]
-    used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size,
-            "out": any(re.search(r"\bout\[", line) for line in body)}      # no U (every hinge locked): no out
-    p_in = [(n, stride) for a, n, stride in ins if a == "p" and p_lanes]
-    ins = [x for x in ins if not (p_in and x[0] == "p")]
-    return {"ins": ins, "head": head, "lines": body, "loop_i": bool(ins) or sc_calls,
-            "unused": [a for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
-            "p_lanes": p_in[0] if p_in else None}
+    return head, per_lane, sc_calls, angles
 
 
 def _row_q(text: str) -> str:

@@ -2,7 +2,7 @@
 
 The model's batched entry points are the same loop sixteen times over: call the one-state function once per
 state, each argument either advanced by its own stride or shared by every state, with a status to pass on and,
-for FD, ID and M, the lane form running full blocks of SG_W states first.  A :class:`CBatch` says that once per
+for FD, ID, M and the derivatives, the lane form running full blocks of SG_W states first.  A :class:`CBatch` says that once per
 entry point, as data; :func:`model_batches` lists them from the model's sizes (symgen.abi.layout), and the
 template prints every record with one loop (``templates/model.c.jinja``).  No C text is decided in the
 template: the parameter list and the call are the record's.
@@ -33,14 +33,17 @@ class CArg:
 
 @dataclass(frozen=True)
 class CLanes:
-    """The lane form a batch runs first (full blocks of SG_W states): which kind (fd, id, mm), the p it takes
-    for the block, its output size per state, and the status handling (FD)."""
+    """The lane form a batch runs first (full blocks of SG_W states): which kind (fd, id, mm, fd_derivatives,
+    id_derivatives), the p it takes for the block, its output size per state, the status handling (FD and the
+    derivatives), the arguments after p (``, tangent``) and the preprocessor condition it needs."""
 
     kind: str
     p_arg: str
     out_size: int
     assign: str = ""
     check: str = ""
+    extra: str = ""
+    guard: str = "1"
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,10 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
                CLanes("id", p_tree.per_state, nu) if lanes.get("id") else None),
         CBatch("mass_matrix", (q, u, mm_p, out(nu * nu)), 0,
                CLanes("mm", mm_p.per_state, nu * nu) if lanes.get("mm") else None),
-        CBatch("fd_derivatives", (q, u, p_tree, CArg("tangent", ctype="int"), out(nu * (nq + 2 * nu))), status),
-        CBatch("id_derivatives", (q, u, p_tree, CArg("tangent", ctype="int"), out(nu * (nq + 2 * nu))), status),
+        *[CBatch(f"{k}_derivatives", (q, u, p_tree, CArg("tangent", ctype="int"), out(nu * (nq + 2 * nu))), status,
+                 CLanes(f"{k}_derivatives", p_tree.per_state, nu * (nq + 2 * nu), "int s = ",
+                        f"if (s) return (int)(i * {status} + s);", ", tangent", "!defined(SG_NO_DERIVATIVES)")
+                 if lanes.get(f"{k}_derivatives") else None) for k in ("fd", "id")],
         CBatch("poses", (q, u0, p0, out(nb * L.poses.size))),
         CBatch("body_jacobian", (q, u0, p0, out(6 * nu))),
         CBatch("frame_poses", (q, out(16 * n_frames))),

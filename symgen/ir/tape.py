@@ -455,7 +455,7 @@ class Tape:
 
     # ---- the split form: scalar values once, lane values (a vector of directions) per block
     def split_lines(self, lane_arrays: dict, vector: str = "sg_dv", width: str = "SG_DW", rows: dict | None = None,
-                    vectors=(), zero: str = "sg_dv_zero"):
+                    vectors=(), zero: str = "sg_dv_zero", states: str | None = None, arrays: dict | None = None):
         """The statements of :meth:`lines` in parts, for a function whose inputs in ``lane_arrays`` are vectors
         (``vector``, ``width`` lanes) and the rest scalars (symgen.ir.dual: values and their tangents).
         ``lane_arrays``: {array: group}; a value is a lane value of group g when it reads an array of g (a value
@@ -465,9 +465,15 @@ class Tape:
         printed once per block of that group's directions; a lane statement may read scalars (C's vector
         extensions take a scalar operand as a vector of copies).  A store to an array in ``rows`` writes lane
         l's row: ``out[l * row + i]``; a store to an array in ``vectors`` writes the vector (a constant c as
-        ``zero + c``, ``zero`` naming a vector of zeros).  ``return`` statements are left to the caller.  Raises
-        :class:`LaneError` for a statement that has no place in any part, or a store or check in the wrong one."""
-        rows = rows or {}
+        ``zero + c``, ``zero`` naming a vector of zeros).  ``return`` statements are left to the caller.
+
+        ``states``: the scalars are vectors of that type too, one *state* per lane (the lane-batch form of the
+        derivatives: values of SG_W states at once, then each direction's tangents for those states; every
+        temporary, scalar or lane, is then the same vector type): inputs are read from the vector arrays that
+        ``arrays`` renames them to (``{"q": "q_l"}``), as :meth:`lane_lines` does, and a pivot check records the
+        first failing body per state in ``st[l]`` and goes on.  Raises :class:`LaneError` for a statement that has
+        no place in any part, or a store or check in the wrong one."""
+        rows, arrays = rows or {}, arrays or {}
         self.lines()                                      # names the live temporaries
         group = {}
 
@@ -489,12 +495,18 @@ class Tape:
             return group[id(v)]
 
         def ref(p):
-            return p if isinstance(p, str) else p.name
+            if isinstance(p, str):
+                return p
+            if p.is_input and arrays:
+                m = re.fullmatch(r"(\w+)\[(\d+)\]", p.name)
+                return f"{arrays.get(m.group(1), m.group(1))}[{m.group(2)}]" if m else p.name
+            return p.name
 
         def value(x):
-            return x.name if isinstance(x, Val) else _const(x)
+            return ref(x) if isinstance(x, Val) else _const(x)
 
         scalar, lanes, pending = [], {}, None
+        scalar_type = states or "double"
         loop = f"for (l = 0; l < {width}; ++l)"
         for s in self._printed():
             kind = s[0]
@@ -504,7 +516,7 @@ class Tape:
             if kind == "def":
                 g = group_of(s[1])
                 part = scalar if g is None else lanes.setdefault(g, [])
-                line = f"const {'double' if g is None else vector} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};"
+                line = f"const {scalar_type if g is None else vector} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};"
             elif kind == "store":
                 m = re.fullmatch(r"(\w+)\[(\d+)\]", s[1])
                 if not (m and (m.group(1) in rows or m.group(1) in vectors)):
@@ -514,7 +526,8 @@ class Tape:
                     raise LaneError(f"store to {s[1]!r} of another group's value")
                 part = lanes.setdefault(g, [])
                 if m.group(1) in vectors:
-                    v = s[2].name if group_of(s[2]) is not None else f"{zero} + {value(s[2])}"
+                    v = ref(s[2]) if group_of(s[2]) is not None or (states and isinstance(s[2], Val)) \
+                        else f"{zero} + {value(s[2])}"
                     line = f"{s[1]} = {v};"
                 else:
                     v = f"{s[2].name}[l]" if group_of(s[2]) is not None else value(s[2])
@@ -522,7 +535,9 @@ class Tape:
             elif kind == "check":
                 if group_of(s[1]) is not None:
                     raise LaneError("a pivot check on a lane value")
-                part, line = scalar, f"if (!({value(s[1])} > 0.0)) return {s[2]};  /* {s[3]} */"
+                part = scalar
+                line = f"if (!({value(s[1])} > 0.0)) return {s[2]};  /* {s[3]} */" if not states else \
+                    f"{loop} if (!st[l] && !({value(s[1])}[l] > 0.0)) st[l] = {s[2]};  /* {s[3]} */"
             elif kind == "return":
                 continue
             else:
