@@ -22,7 +22,8 @@ For every URDF that the package ships (``pip install example-robot-data``; the f
    ``mb.inverse_dynamics_derivatives`` (their first call compiles the derivative functions; the seconds are the
    "deriv s" column) against ``pin.computeABADerivatives`` / ``pin.computeRNEADerivatives`` at ``--states``
    states (the largest relative error of the six matrices, "deriv err"; agreement ≤ 1e-9, as for the values).
-   A model whose dynamics take the per-kind form has no generated derivatives: "not generated", counted apart.
+   A model whose derivatives are not generated (over ``DERIVATIVE_MAX_LINES``) is "not generated", counted apart;
+   a model whose dynamics take the per-kind form has per-kind derivatives.
 
 A model whose build names a hinge with a singular D (a massless moving tip) is rebuilt with ``--armature``
 on the named hinges (``symgen.build(..., armature=...)``) and compared with Pinocchio given the same
@@ -320,7 +321,7 @@ def summary(rows) -> str:
     if dr:
         agree = [r for r in dr if r["deriv_status"] == "agrees"]
         s.append(f"derivatives (fixed base): {len(agree)} of {len(dr)} agree with computeABADerivatives / "
-                 f"computeRNEADerivatives to {TOL:g}; not generated (per-kind form): "
+                 f"computeRNEADerivatives to {TOL:g}; not generated: "
                  f"{sum(r['deriv_status'] == 'not generated' for r in dr)}; disagree: "
                  f"{', '.join(r['robot'] for r in dr if r['deriv_status'] == 'disagrees') or 'none'}")
     bad = [r for r in counted if r["status"] != "agrees"]

@@ -37,11 +37,12 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from bench_common import load_script, parse_robot, report, robot_parser, states  # noqa: E402
 
 DEFAULT = ["arm7", "quadruped:floating", "humanoid:floating", "ur5", "panda"]
-ERD = {"ur5": "ur_description/urdf/ur5_robot.urdf", "panda": "panda_description/urdf/panda.urdf"}
+ERD = {"ur5": "ur_description/urdf/ur5_robot.urdf", "panda": "panda_description/urdf/panda.urdf",
+       "tiago_dual": "tiago_description/robots/tiago_dual.urdf"}
 
 
 def resolve(spec: str) -> str:
-    """``ur5`` / ``panda`` -> the example-robot-data URDF path (with its ``:floating``), else the spec."""
+    """``ur5`` / ``panda`` / ``tiago_dual`` -> the example-robot-data URDF path (with its ``:floating``), else the spec."""
     name, sep, mode = spec.partition(":")
     if name in ERD:
         for base in {sysconfig.get_paths()["data"], sysconfig.get_paths()["purelib"]}:

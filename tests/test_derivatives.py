@@ -59,7 +59,11 @@ def _rel(a, b):
 def test_derivatives_match_pinocchio_on_fixed_bases(fixed_robot, batch):
     """One state at a time (the one-state function) and as one batch of W + 1 states (a block of W on the
     lane-batch form, one state on the tail)."""
-    mb, pm = fixed_robot
+    _against_pinocchio(*fixed_robot, batch)
+
+
+def _against_pinocchio(mb, pm, batch):
+    """mb's FD and ID derivatives against computeABADerivatives / computeRNEADerivatives at random states, 1e-9."""
     pd = pm.createData()
     rng = np.random.default_rng(3)
     n = W + 1 if batch else 5
@@ -181,6 +185,52 @@ def test_identities_and_batches(tree):
             assert getattr(b.lib, f"sg_{mb.name}_{kind}_derivatives")(b.buf(Q[i]), b.buf(U[i]), b.buf(P[i]), 0,
                                                                       b.buf(one)) == 0
             assert np.array_equal(out[i], one), f"{kind}, full coordinates, state {i}"
+
+
+# ---- the per-kind form (models past soa's straight-line limits; here forced with form="per_kind") -----------
+
+PER_KIND = ["arm7", "quadruped-floating", "all_hinges"]
+
+
+@pytest.fixture(scope="module", params=PER_KIND)
+def per_kind(request):
+    """Models test_per_kind_form builds in the per-kind form too (every hinge type: all_hinges)."""
+    models = ROOT / "examples" / "models"
+    name = request.param
+    if name == "arm7":
+        return symgen.build(str(models / "arm7.urdf"), form="per_kind")
+    if name == "quadruped-floating":
+        return symgen.build(str(models / "quadruped.urdf"), floating_base=True, form="per_kind")
+    return symgen.build(str(models / "all_hinges.yaml"), form="per_kind")
+
+
+def test_per_kind_derivatives(per_kind):
+    """The per-kind derivatives (symgen.codegen.perkind.PerKindDerivatives): against central differences along
+    the tangent with f_ext (1e-6; every hinge type in all_hinges, a floating base), against Pinocchio on arm7
+    (1e-9, one state and a batch); M^-1 M = 1 (1e-10); a batch equals its states one by one."""
+    mb = per_kind
+    assert mb.forms["forward_dynamics"] == "per_kind"
+    rng = np.random.default_rng(21)
+    q, u, x = mb.sanitize(rng.uniform(-2, 2, mb.nq)), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+    F = rng.normal(size=(mb.nb, 6))
+    fd = mb.forward_dynamics_derivatives(q, u, x, f_ext=F)
+    for ours, ref, what in zip(fd, _central(mb, lambda q, u, T: mb.forward_dynamics(q, u, T, f_ext=F), q, u, x),
+                               ("dUdot/dQ", "dUdot/dU", "Minv")):
+        assert _rel(ours, ref) < FD_TOL, what
+    for ours, ref, what in zip(mb.inverse_dynamics_derivatives(q, u, x, f_ext=F),
+                               _central(mb, lambda q, u, a: mb.inverse_dynamics(q, u, a, f_ext=F), q, u, x),
+                               ("dT/dQ", "dT/dU", "M")):
+        assert _rel(ours, ref) < FD_TOL, what
+    assert_close(fd[2] @ mb.mass_matrix(q), np.eye(mb.nu), 1e-10, "Minv M")
+    Q, U, X = mb.sanitize(rng.normal(size=(3, mb.nq))), rng.normal(size=(3, mb.nu)), rng.normal(size=(3, mb.nu))
+    for f in (mb.forward_dynamics_derivatives, mb.inverse_dynamics_derivatives):
+        batch = f(Q, U, X)
+        for i in range(3):
+            assert np.array_equal(batch[:, i], f(Q[i], U[i], X[i])), f"{f.__name__}, state {i}"
+    if mb.name == "arm7":
+        pm = pin.buildModelFromUrdf(str(ROOT / "examples" / "models" / "arm7.urdf"))
+        _against_pinocchio(mb, pm, batch=False)
+        _against_pinocchio(mb, pm, batch=True)
 
 
 # ---- one integration step ---------------------------------------------------------------------------------

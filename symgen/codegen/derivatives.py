@@ -87,6 +87,47 @@ def direction_groups(bodies, width: int = GROUP) -> list:
     return [[by_k[k] for k in g] for g in sorted(groups)]
 
 
+def kernel_value(T, b, arr, tag, j):
+    """Entry j of body b's hinge kernel output ``arr`` (X, H or Hd) as the traced steps read it: a constant, an
+    alias of another entry, or the array entry ``<arr><tag>[j]``."""
+    own = {"X": (b.X_const, b.X_alias), "H": (b.H_const, b.H_alias), "Hd": (b.Hd_const, b.Hd_alias)}[arr]
+    c, a = own[0][j], own[1][j] if own[1] else None
+    if c is not None:
+        return c
+    if a is not None:
+        v = kernel_value(T, b, arr, tag, a[0])
+        return v if a[1] > 0 else T.neg(v)
+    return T.input(f"{arr}{tag}[{j}]", array=f"{arr}{tag}")
+
+
+def kernel_tangent(T, b, arr, tag, i, structure, nq, seed):
+    """The tangent of entry i of body b's hinge kernel output ``arr`` (X, H or Hd): ``sum_j dK_i/dQ_j dQ_j +
+    dK_i/dU_j dU_j`` from the hinge's derivative kernels (``structure``: their constant and alias entries, which
+    fold; the others are read from ``d<q|u><arr><tag>[...]``).  ``seed(wrt, j)``: the tangent of the body's
+    coordinate j of Q or U (a traced value or 0.0)."""
+    base = _KERNEL_OF[arr]
+    size = 16 if arr == "X" else 6 * b.nu
+    pairs = []
+    for wrt, n in (("q", nq), ("u", b.nu)):
+        kernel = f"{base}_d{wrt}"
+        consts, alias = structure.get(kernel), structure.get(f"{kernel}_alias")
+        if consts is None:
+            continue
+        for j in range(n):
+            c, a = consts[j * size + i], alias[j * size + i] if alias else None
+            s = seed(wrt, j)
+            if c == 0.0 or (isinstance(s, float) and s == 0.0):
+                continue
+            if c is not None:
+                entry = c
+            elif a is not None:                   # the derivative is an entry of the kernel itself (PIN: -sin)
+                entry = kernel_value(T, b, arr, tag, a[0]) if a[1] > 0 else T.neg(kernel_value(T, b, arr, tag, a[0]))
+            else:
+                entry = T.input(f"d{wrt}{arr}{tag}[{j * size + i}]", array=f"d{wrt}{arr}{tag}")
+            pairs.append((entry, s))
+    return T.dot(pairs)
+
+
 def _tangents(bodies, L, layout, seed):
     """``tangent_of(text, T)`` for :class:`symgen.ir.dual.DualTape`: the tangent of each input of the traced
     dynamics, from the seeds and the hinges' derivative kernels (whose constant entries fold).  ``seed(kind, i,
@@ -104,40 +145,9 @@ def _tangents(bodies, L, layout, seed):
         if arr not in _KERNEL_OF or tag not in by_tag:
             return 0.0
         b = by_tag[tag]
-        st, q0 = layout[b.name]["structure"], layout[b.name]["q"][0]
-        base = _KERNEL_OF[arr]
-        size = 16 if arr == "X" else 6 * b.nu
-        own = {"X": (b.X_const, b.X_alias), "H": (b.H_const, b.H_alias), "Hd": (b.Hd_const, b.Hd_alias)}[arr]
-
-        def value(j):
-            """Entry j of the body's kernel output as the values read it (a constant, an alias, the array entry)."""
-            c, a = own[0][j], own[1][j] if own[1] else None
-            if c is not None:
-                return c
-            if a is not None:
-                v = value(a[0])
-                return v if a[1] > 0 else T.neg(v)
-            return T.input(f"{arr}{tag}[{j}]", array=f"{arr}{tag}")
-
-        pairs = []
-        for wrt, start, n in (("q", q0, layout[b.name]["nq"]), ("u", b.u0, b.nu)):
-            kernel = f"{base}_d{wrt}"
-            consts, alias = st.get(kernel), st.get(f"{kernel}_alias")
-            if consts is None:
-                continue
-            for j in range(n):
-                c, a = consts[j * size + i], alias[j * size + i] if alias else None
-                s = seed(wrt, start + j, T)
-                if c == 0.0 or (isinstance(s, float) and s == 0.0):
-                    continue
-                if c is not None:
-                    entry = c
-                elif a is not None:                   # the derivative is an entry of the kernel itself (PIN: -sin)
-                    entry = value(a[0]) if a[1] > 0 else T.neg(value(a[0]))
-                else:
-                    entry = T.input(f"d{wrt}{arr}{tag}[{j * size + i}]", array=f"d{wrt}{arr}{tag}")
-                pairs.append((entry, s))
-        return T.dot(pairs)
+        q0 = layout[b.name]["q"][0]
+        return kernel_tangent(T, b, arr, tag, i, layout[b.name]["structure"], layout[b.name]["nq"],
+                              lambda wrt, j: seed(wrt, (q0 if wrt == "q" else b.u0) + j, T))
 
     return tangent_of
 

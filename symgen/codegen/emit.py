@@ -805,8 +805,9 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     mats_part = MATS_PART if per_kind.functions and all(traced[k] for k in ("fd", "id", "mm")) else 0
     if mats_part:
         part_lines[mats_part] = len(per_kind.functions)
-    derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None, hinges=hinges) \
-        if derivatives else {"fd": None, "id": None}
+    derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None, hinges=hinges,
+                               name=name) if derivatives else {"fd": None, "id": None}
+    derivative_per_kind = derivs.pop("per_kind", None)
     lanes.update(fd_derivatives=None, id_derivatives=None)
     for k, f in derivs.items():
         if f:
@@ -827,26 +828,36 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "upsilon_lines": drivers["upsilon"],
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices", "upsilon"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size, "mats_part": mats_part,
-            "derivative_parts": sorted([*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values()])}
+            "derivative_parts": sorted([*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values()]),
+            "derivative_per_kind": derivative_per_kind, "derivative_per_kind_part": DERIVATIVE_PARTS["id"]}
 
 
-def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None) -> dict:
+def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, name: str = "") -> dict:
     """The derivative functions of FD and ID (:mod:`symgen.codegen.derivatives`): {"fd": {"lines", "lanes"},
-    "id": ...}, None for one that is not generated (FD takes the per-kind form, or the trace is over the length
-    limit); "lanes": the lane-batch form (hinge kernels on lane vectors from ``hinges`` where they print so)."""
+    "id": ...}, None for one that is not generated (the trace is over the length limit); "lanes": the
+    lane-batch form (hinge kernels on lane vectors from ``hinges`` where they print so).  Where FD takes the
+    per-kind form, so do they (:class:`symgen.codegen.perkind.PerKindDerivatives`): then "per_kind" holds the
+    step functions and tables the ID part compiles, and each function's "per_kind" is True."""
     from .derivatives import emit_derivatives
 
     out = {"fd": None, "id": None}
     if not straight:
-        return out
+        from .perkind import PerKindDerivatives
+
+        pk = PerKindDerivatives(bodies, L, name, layout)
+        drivers = pk.emit_derivatives(sum(layout[b.name]["nq"] for b in bodies))
+        return {"fd": {"lines": drivers["fd"], "lanes": None, "per_kind": True},
+                "id": {"lines": drivers["id"], "lanes": None, "per_kind": True},
+                "per_kind": pk.functions + pk.seed_functions + pk.tables}
     kernels = {}                                      # the hinge kernels on lane vectors, printed once
 
     def lane_head(items, strides, size):
         return lane_kernel_head(items, bodies, L.nu, layout, slugs, strides, size, hinges, kernels)
 
     for k in out:
-        out[k] = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), _kernel_arrays,
-                                  lambda T, bs: parametric_bodies(T, bs, L), lane_head)
+        f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), _kernel_arrays,
+                             lambda T, bs: parametric_bodies(T, bs, L), lane_head)
+        out[k] = f and {**f, "per_kind": False}
     return out
 
 

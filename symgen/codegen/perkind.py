@@ -20,6 +20,7 @@ from functools import partial
 
 from ..algorithms import soa
 from ..abi.layout import ModelLayout, sym_index
+from ..ir.dual import DualTape, tangent
 from ..ir.tape import Tape
 
 _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
@@ -264,18 +265,24 @@ class PerKindForm:
                 T.store(f"y[{i}]", v)
 
     # ---- C text -------------------------------------------------------------------------------------
-    def _function(self, step: str, kind: _Kind, trace, doc: str, signature=_SIGNATURE, params=None) -> str:
-        """Trace one step for one kind into a C function; returns its name."""
+    def _function(self, step: str, kind: _Kind, trace, doc: str, signature=_SIGNATURE, params=None,
+                  dual=None) -> str:
+        """Trace one step for one kind into a C function; returns its name.  ``dual(T, kind)``: the step is traced
+        on that tape (a :class:`symgen.ir.dual.DualTape` recording on T) instead of T itself."""
         T = Tape()
-        b = self._kind_body(T, kind)
-        trace(T, kind, b)
+        D = T if dual is None else dual(T, kind)
+        b = self._kind_body(D, kind)
+        trace(D, kind, b)
         body = T.lines()
         arrays = T.live_arrays()
         nm = self.name
         fn = f"sg_{nm}_{step}_{kind.index}"
         head = []
+        nq = self.L.nqh[kind.rep.k]
         for arr, kernel, size in (("X", "transform", 16), ("H", "coord_map", 6 * b.nu),
-                                  ("Hd", "coord_map_dot", 6 * b.nu)):
+                                  ("Hd", "coord_map_dot", 6 * b.nu), ("dqX", "transform_dq", 16 * nq),
+                                  ("dqH", "coord_map_dq", 6 * b.nu * nq), ("dqHd", "coord_map_dot_dq", 6 * b.nu * nq),
+                                  ("duHd", "coord_map_dot_du", 6 * b.nu * b.nu)):
             if arr in arrays:
                 head += [f"double {arr}[{size}];", f"sg_{kind.slug}_{kernel}(qh, uh, 0, {arr});"]
         text = "\n".join(head + body)
@@ -290,7 +297,11 @@ class PerKindForm:
                 ("outh", f"double *outh = out + sg_{nm}_u0[k];"),
                 ("mk", f"double *mk = mats ? mats + {L.mats.size} * k : 0;"),
                 ("yk", "double *yk = out + 36 * k;"),
-                ("yp", f"const double *yp = out + 36 * sg_{nm}_parent[k];")]
+                ("yp", f"const double *yp = out + 36 * sg_{nm}_parent[k];"),
+                ("dw", f"double *dw = dws + {L.workspace.size} * k;"),
+                ("dwp", f"double *dwp = dws + {L.workspace.size} * sg_{nm}_parent[k];"),
+                ("sqh", f"const double *sqh = sq + sg_{nm}_q0[k];"),
+                ("suh", f"const double *suh = su + sg_{nm}_u0[k];")]
         import re
 
         def used(ident, text):
@@ -407,3 +418,186 @@ class PerKindForm:
                  f"/* per body: m, h = m c (3), J about the origin (xx xy xz yy yz zz), onode R l, pnode^-1 R l, "
                  f"armature */",
                  f"static const double sg_{nm}_body_const[{len(self.bodies)}][{L.body_const.size}] = {{"] + rows + ["};"])
+
+
+# ---- derivatives ---------------------------------------------------------------------------------------------
+
+_TANGENT_SIGNATURE = ("(int k, const double *q, const double *u, const double *p, double *ws, double *dws, "
+                      "const double *sq, const double *su, double *out)")
+_TANGENT_PARAMS = ("k", "q", "u", "p", "ws", "dws", "sq", "su", "out")
+
+
+class _StepDual(DualTape):
+    """A per-kind step traced on dual numbers: its workspace stores and its adds into the parent write the
+    tangents into the tangent workspace (``w[i] = x`` -> ``dw[i] = dx``, ``wp[i] += x`` -> ``dwp[i] += dx``),
+    its stores of T the tangents of T."""
+
+    def store(self, target: str, value) -> None:
+        super().store("d" + target if target[:2] in ("w[", "wp") else target, value)
+
+    def effect(self, parts) -> None:
+        if len(parts) != 3 or not parts[0].startswith("wp["):
+            raise NotImplementedError(f"a tangent step has no form for {parts!r}")
+        target, value, end = parts
+        d = tangent(value)
+        if not (isinstance(d, float) and d == 0.0):
+            self.T.effect(("d" + target, d, end))
+
+
+class PerKindDerivatives(PerKindForm):
+    """The derivatives of inverse and forward dynamics in the per-kind form, for models whose dynamics take it
+    (past soa's straight-line limits).  Newton-Euler's per-body steps (kinematics, base to tip, tip to base) are
+    traced once more per kind on dual numbers (:class:`_StepDual`: one direction, scalar tangents read from and
+    written to a tangent workspace ``dws`` of the workspace's layout), and a C driver runs them once per
+    direction, over the bodies the direction moves: its body's subtree base to tip, then that subtree and its
+    ancestors tip to base.  dT/dUdot is M (``sg_<m>_mass_matrix``).  Forward dynamics: ``dUdot = M^-1 (dT -
+    dRNEA)`` at FD's Udot, and M^-1, by M = L^T L with L of M's tree sparsity (Featherstone's LTL factorization,
+    no fill-in) and two sparse triangular solves per column.
+    The values' steps are traced again under their own names (``sg_<m>_dv_...``): the derivatives are a
+    translation unit of their own."""
+
+    def __init__(self, bodies: list, layout: ModelLayout, name: str, body_layout: dict):
+        super().__init__(bodies, layout, name)
+        self.body_layout = body_layout
+
+    def _dual(self, T, kind):
+        """The dual tape a tangent step of ``kind`` is traced on: the tangents of its inputs are the tangent
+        workspace's entries (``dw``, ``dwp``), the seeds of the body's U (``suh``) and, for its hinge kernels'
+        outputs, the seeds of its Q and U times the hinge's derivative kernels (whose constant entries fold)."""
+        from .derivatives import kernel_tangent
+
+        rep = kind.rep
+        st, nq = self.body_layout[rep.name]["structure"], self.L.nqh[rep.k]
+
+        def tangent_of(text, T_):
+            arr, _, rest = text.partition("[")
+            i = int(rest[:-1])
+
+            def seed(wrt, j):
+                return T_.input(f"{'sqh' if wrt == 'q' else 'suh'}[{j}]")
+            if arr in ("w", "wp"):
+                return T_.input(f"d{arr}[{i}]")
+            if arr == "uh":
+                return seed("u", i)
+            if arr in ("X", "H", "Hd"):
+                return kernel_tangent(T_, rep, arr, "", i, st, nq, seed)
+            return 0.0                        # constants, T (or Udot: M is dT/dUdot), f_ext, gravity
+
+        return _StepDual(T, tangent_of)
+
+    def _tangent_table(self, step, trace, doc):
+        return self._table(step, trace, doc, signature=_TANGENT_SIGNATURE, params=_TANGENT_PARAMS, dual=self._dual)
+
+    def emit_derivatives(self, nq: int) -> dict:
+        """``{"id": lines, "fd": lines}``: the bodies of ``sg_<m>_id_derivatives`` and ``sg_<m>_fd_derivatives``
+        (q, u, p, tangent, out) in plain C (out as :mod:`symgen.codegen.derivatives`')."""
+        nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
+        S = L.workspace.size
+        kinds, parent = f"sg_{nm}_kind", f"sg_{nm}_parent"
+        args = "(k, q, u, p, ws, dT, mats)"
+        dargs = "(k, q, u, p, ws, dws, sq, su, dT)"
+        kin = self._table("dv_velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
+        rb = self._table("dv_rnea_base", self._rnea_base, "Newton-Euler base to tip: alpha, f = M alpha + b - f_ext")
+        rt = self._table("dv_rnea_tip", self._rnea_tip, "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f into "
+                         "the parent")
+        dkin = self._tangent_table("dt_velocities", self._kinematics, "the tangents of the kinematics base to tip")
+        drb = self._tangent_table("dt_rnea_base", self._rnea_base, "the tangents of Newton-Euler base to tip")
+        drt = self._tangent_table("dt_rnea_tip", self._rnea_tip, "the tangents of Newton-Euler tip to base")
+        seeds = [f"static void sg_{nm}_dseed_{k.index}(int k, int c, const double *q, const double *u, double *sq)"
+                 f"  /* {k.label}: sq = column c of N(Q) */" for k in self.kinds]
+        self.seed_functions = []
+        for kind, head in zip(self.kinds, seeds):
+            n_q, n_u = L.nqh[kind.rep.k], kind.rep.nu
+            if n_q and n_u:
+                body = [f"    double N[{n_q * n_u}];", f"    int i;",
+                        f"    sg_{kind.slug}_qdot_map(q + sg_{nm}_q0[k], u + sg_{nm}_u0[k], 0, N);",
+                        f"    for (i = 0; i < {n_q}; ++i) sq[sg_{nm}_q0[k] + i] = N[i * {n_u} + c];"]
+            else:
+                body = ["    (void)k; (void)c; (void)q; (void)u; (void)sq;"]
+            self.seed_functions += [head, "{", *body, "}", ""]
+        self.tables += [f"static void (*const sg_{nm}_dseed[{len(self.kinds)}])(int k, int c, const double *q, "
+                        f"const double *u, double *sq) = {{",
+                        "    " + ", ".join(f"sg_{nm}_dseed_{k.index}" for k in self.kinds), "};"]
+        ub = [b.k for b in self.bodies for _ in range(b.nu)]
+        qb = [b.k for b in self.bodies for _ in range(L.nqh[b.k])]
+        ints = lambda xs: ", ".join(map(str, xs)) or "0"  # noqa: E731
+        id_ = [f"double ws[{nb * S}], dws[{nb * S}], sq[{max(nq, 1)}], su[{max(nu, 1)}], dT[{max(nu, 1)}];",
+               f"int mark[{nb}];  /* 1: a body the direction moves (its body's subtree), 2: an ancestor of it */",
+               f"static const int u_body[{max(nu, 1)}] = {{{ints(ub)}}};  /* the body of each U */",
+               f"static const int q_body[{max(nq, 1)}] = {{{ints(qb)}}};  /* the body of each Q */",
+               "int k, i, d, b, c, nd, ndq = tangent ? " + f"{nu} : {nq};",
+               "double *mats = 0;",
+               "/* the values: kinematics, Newton-Euler base to tip, tip to base (each f with its children's) */",
+               f"for (k = 0; k < {nb}; ++k) {kin}[{kinds}[k]]{args};",
+               f"for (k = 0; k < {nb}; ++k) {rb}[{kinds}[k]]{args};",
+               f"for (k = {nb - 1}; k >= 0; --k) {rt}[{kinds}[k]]{args};",
+               f"sg_{nm}_mass_matrix(q, u, p, out + ndq * {nu} + {nu * nu});  /* dT/dUdot = M */",
+               f"for (i = 0; i < {nq}; ++i) sq[i] = 0.0;",
+               f"for (i = 0; i < {nu}; ++i) su[i] = 0.0;",
+               f"nd = ndq + {nu};",
+               "for (d = 0; d < nd; ++d) {  /* direction d: Q (tangent: along N(Q) e_d; else Q_d), then U */",
+               "    if (d >= ndq) { b = u_body[d - ndq]; su[d - ndq] = 1.0; }",
+               "    else if (tangent) { b = u_body[d]; c = d - " + f"sg_{nm}_u0[b]; sg_{nm}_dseed[{kinds}[b]](b, c, q, u, sq); }}",
+               "    else { b = q_body[d]; sq[d] = 1.0; }",
+               f"    for (k = 0; k < {nb}; ++k) mark[k] = k == b || (k > b && {parent}[k] >= 0 && mark[{parent}[k]] == 1);",
+               f"    for (k = {parent}[b]; k >= 0; k = {parent}[k]) mark[k] = 2;",
+               f"    for (k = 0; k < {nb}; ++k) if (mark[k]) for (i = 0; i < {S}; ++i) dws[{S} * k + i] = 0.0;",
+               f"    for (i = 0; i < {nu}; ++i) dT[i] = 0.0;",
+               f"    for (k = b; k < {nb}; ++k) if (mark[k] == 1) {dkin}[{kinds}[k]]{dargs};",
+               f"    for (k = b; k < {nb}; ++k) if (mark[k] == 1) {drb}[{kinds}[k]]{dargs};",
+               f"    for (k = {nb - 1}; k >= 0; --k) if (mark[k]) {drt}[{kinds}[k]]{dargs};",
+               f"    for (i = 0; i < {nu}; ++i)  /* into column d of out */",
+               f"        out[d < ndq ? i * ndq + d : ndq * {nu} + i * {nu} + d - ndq] = dT[i];",
+               f"    if (d >= ndq) su[d - ndq] = 0.0;",
+               f"    else for (i = 0; i < {nq}; ++i) sq[i] = 0.0;",
+               "}",
+               "return 0;"]
+        # lam[i]: the U before U_i on the path to the root (the previous U of its body, else the last U of the
+        # nearest ancestor with one), -1 at the root: M's sparsity (M_ij = 0 unless one is on the other's path)
+        last, lam = {}, []
+        for b in self.bodies:
+            up = b.parent
+            while up >= 0 and up not in last:
+                up = self.bodies[up].parent
+            prev = last.get(up, -1)
+            for c in range(b.nu):
+                lam.append(prev)
+                prev = b.u0 + c
+            if b.nu:
+                last[b.k] = prev
+        P = L.params
+        fd = [f"double pu[{P.size}], udot[{max(nu, 1)}], col[{max(nu, 1)}], Lf[{max(nu * nu, 1)}];",
+              f"static const int lam[{max(nu, 1)}] = {{{ints(lam)}}};  /* the U before each U on its path to the root */",
+              "int i, j, d, s, ndq = tangent ? " + f"{nu} : {nq};",
+              f"double *Minv = out + ndq * {nu} + {nu * nu};",
+              f"if ((s = sg_{nm}_forward_dynamics(q, u, p, udot)) != 0) return s;",
+              f"for (i = 0; i < {P.size}; ++i) pu[i] = p[i];",
+              f"for (i = 0; i < {nu}; ++i) pu[{P['tau']} + i] = udot[i];",
+              "/* dRNEA at FD's Udot (dUdot = -M^-1 dRNEA along Q and U) and M (the third block) */",
+              f"if ((s = sg_{nm}_id_derivatives(q, u, pu, tangent, out)) != 0) return s;",
+              "/* M = L^T L, L lower triangular with M's sparsity (Featherstone's LTL factorization: no fill-in) */",
+              f"for (i = 0; i < {nu * nu}; ++i) Lf[i] = Minv[i];",
+              f"for (d = {nu - 1}; d >= 0; --d) {{",
+              f"    if (!(Lf[d * {nu} + d] > 0.0)) return -3;  /* M is not positive definite */",
+              f"    Lf[d * {nu} + d] = sqrt(Lf[d * {nu} + d]);",
+              f"    for (i = lam[d]; i >= 0; i = lam[i]) Lf[d * {nu} + i] /= Lf[d * {nu} + d];",
+              f"    for (i = lam[d]; i >= 0; i = lam[i])",
+              f"        for (j = i; j >= 0; j = lam[j]) Lf[i * {nu} + j] -= Lf[d * {nu} + i] * Lf[d * {nu} + j];",
+              "}",
+              f"for (d = 0; d < ndq + {nu} + {nu}; ++d) {{  /* column d: -M^-1 dRNEA (Q, U), then M^-1 e_j */",
+              f"    double *o = d < ndq ? out + d : d < ndq + {nu} ? out + ndq * {nu} + d - ndq : Minv + d - ndq - {nu};",
+              "    const int stride = d < ndq ? ndq : " + f"{nu};",
+              f"    if (d < ndq + {nu}) for (i = 0; i < {nu}; ++i) col[i] = -o[i * stride];",
+              f"    else for (i = 0; i < {nu}; ++i) col[i] = i == d - ndq - {nu} ? 1.0 : 0.0;",
+              f"    for (i = {nu - 1}; i >= 0; --i) {{  /* L^T y = col */",
+              f"        col[i] /= Lf[i * {nu} + i];",
+              f"        for (j = lam[i]; j >= 0; j = lam[j]) col[j] -= Lf[i * {nu} + j] * col[i];",
+              "    }",
+              f"    for (i = 0; i < {nu}; ++i) {{  /* L x = y */",
+              f"        for (j = lam[i]; j >= 0; j = lam[j]) col[i] -= Lf[i * {nu} + j] * col[j];",
+              f"        col[i] /= Lf[i * {nu} + i];",
+              "    }",
+              f"    for (i = 0; i < {nu}; ++i) o[i * stride] = col[i];",
+              "}",
+              "return 0;"]
+        return {"id": id_, "fd": fd}

@@ -434,11 +434,14 @@ class ModelBinding:
         """Raise for a derivative function's nonzero status (``kind``: "forward" or "inverse")."""
         if status == -1:
             raise NotImplementedError(
-                f"{self.name}: {kind} dynamics derivatives were not generated for this model (its dynamics take the "
-                f"per-kind form, or the derivative function is over symgen.codegen.derivatives.DERIVATIVE_MAX_LINES)")
+                f"{self.name}: {kind} dynamics derivatives were not generated for this model (the derivative "
+                f"function is over symgen.codegen.derivatives.DERIVATIVE_MAX_LINES)")
         if status == -2:
             raise NotImplementedError(f"{self.name}: this module was compiled without the derivative functions "
                                       "(see MultibodyModel.derivative_binding)")
+        if status == -3:
+            raise np.linalg.LinAlgError(f"{self.name}: forward dynamics derivatives: the mass matrix is not positive "
+                                        "definite to rounding at this state (per-kind form's factorization)")
         self.check_status(status, f"{kind}_dynamics_derivatives")
 
     def _lean_vectors(self, q, u, x):
