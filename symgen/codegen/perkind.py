@@ -493,6 +493,8 @@ class PerKindDerivatives(PerKindForm):
         (q, u, p, tangent, out) in plain C (out as :mod:`symgen.codegen.derivatives`')."""
         nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
         S = L.workspace.size
+        K_end = L.workspace.span("b").stop          # R, l, H, V, a, b: the kinematics the tip to base step reads
+        assert L.workspace["R"] == 0 and L.workspace["f"] == L.workspace["alpha"] + 6
         kinds, parent = f"sg_{nm}_kind", f"sg_{nm}_parent"
         args = "(k, q, u, p, ws, dT, mats)"
         dargs = "(k, q, u, p, ws, dws, sq, su, dT)"
@@ -522,7 +524,7 @@ class PerKindDerivatives(PerKindForm):
         qb = [b.k for b in self.bodies for _ in range(L.nqh[b.k])]
         ints = lambda xs: ", ".join(map(str, xs)) or "0"  # noqa: E731
         id_ = [f"double ws[{nb * S}], dws[{nb * S}], sq[{max(nq, 1)}], su[{max(nu, 1)}], dT[{max(nu, 1)}];",
-               f"int mark[{nb}];  /* 1: a body the direction moves (its body's subtree), 2: an ancestor of it */",
+               f"int mark[{nb}];  /* from the direction's body b on: 1 for the bodies it moves (b's subtree) */",
                f"static const int u_body[{max(nu, 1)}] = {{{ints(ub)}}};  /* the body of each U */",
                f"static const int q_body[{max(nq, 1)}] = {{{ints(qb)}}};  /* the body of each Q */",
                "int k, i, d, b, c, nd, ndq = tangent ? " + f"{nu} : {nq};",
@@ -539,13 +541,19 @@ class PerKindDerivatives(PerKindForm):
                "    if (d >= ndq) { b = u_body[d - ndq]; su[d - ndq] = 1.0; }",
                "    else if (tangent) { b = u_body[d]; c = d - " + f"sg_{nm}_u0[b]; sg_{nm}_dseed[{kinds}[b]](b, c, q, u, sq); }}",
                "    else { b = q_body[d]; sq[d] = 1.0; }",
-               f"    for (k = 0; k < {nb}; ++k) mark[k] = k == b || (k > b && {parent}[k] >= 0 && mark[{parent}[k]] == 1);",
-               f"    for (k = {parent}[b]; k >= 0; k = {parent}[k]) mark[k] = 2;",
-               f"    for (k = 0; k < {nb}; ++k) if (mark[k]) for (i = 0; i < {S}; ++i) dws[{S} * k + i] = 0.0;",
+               f"    for (k = b; k < {nb}; ++k) mark[k] = k == b || ({parent}[k] >= b && mark[{parent}[k]]);",
+               "    /* the subtree's steps write every tangent they read before reading it, but b's own read its",
+               "     * parent's V and alpha; the ancestors' tip to base steps read their kinematics' and the f their",
+               "     * children add into: zero on the ancestors */",
+               f"    for (k = {parent}[b]; k >= 0; k = {parent}[k]) {{",
+               f"        for (i = 0; i < {K_end}; ++i) dws[{S} * k + i] = 0.0;  /* R, l, H, V, a, b */",
+               f"        for (i = 0; i < 12; ++i) dws[{S} * k + {L.workspace['alpha']} + i] = 0.0;  /* alpha, f */",
+               "    }",
                f"    for (i = 0; i < {nu}; ++i) dT[i] = 0.0;",
-               f"    for (k = b; k < {nb}; ++k) if (mark[k] == 1) {dkin}[{kinds}[k]]{dargs};",
-               f"    for (k = b; k < {nb}; ++k) if (mark[k] == 1) {drb}[{kinds}[k]]{dargs};",
-               f"    for (k = {nb - 1}; k >= 0; --k) if (mark[k]) {drt}[{kinds}[k]]{dargs};",
+               f"    for (k = b; k < {nb}; ++k) if (mark[k]) {dkin}[{kinds}[k]]{dargs};",
+               f"    for (k = b; k < {nb}; ++k) if (mark[k]) {drb}[{kinds}[k]]{dargs};",
+               f"    for (k = {nb - 1}; k >= b; --k) if (mark[k]) {drt}[{kinds}[k]]{dargs};",
+               f"    for (k = {parent}[b]; k >= 0; k = {parent}[k]) {drt}[{kinds}[k]]{dargs};  /* the ancestors */",
                f"    for (i = 0; i < {nu}; ++i)  /* into column d of out */",
                f"        out[d < ndq ? i * ndq + d : ndq * {nu} + i * {nu} + d - ndq] = dT[i];",
                f"    if (d >= ndq) su[d - ndq] = 0.0;",
