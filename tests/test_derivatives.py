@@ -189,24 +189,22 @@ def test_identities_and_batches(tree):
 
 # ---- the per-kind form (models past soa's straight-line limits; here forced with form="per_kind") -----------
 
-PER_KIND = ["arm7", "quadruped-floating", "all_hinges"]
+PER_KIND = ["arm7", "all_hinges"]
 
 
 @pytest.fixture(scope="module", params=PER_KIND)
 def per_kind(request):
-    """Models test_per_kind_form builds in the per-kind form too (every hinge type: all_hinges)."""
+    """Models test_per_kind_form builds in the per-kind form too: arm7 (Pinocchio's oracle) and all_hinges (every
+    hinge type, FULL6DOF and BALL_QUAT's tangent seeds among them)."""
     models = ROOT / "examples" / "models"
-    name = request.param
-    if name == "arm7":
+    if request.param == "arm7":
         return symgen.build(str(models / "arm7.urdf"), form="per_kind")
-    if name == "quadruped-floating":
-        return symgen.build(str(models / "quadruped.urdf"), floating_base=True, form="per_kind")
     return symgen.build(str(models / "all_hinges.yaml"), form="per_kind")
 
 
 def test_per_kind_derivatives(per_kind):
     """The per-kind derivatives (symgen.codegen.perkind.PerKindDerivatives): against central differences along
-    the tangent with f_ext (1e-6; every hinge type in all_hinges, a floating base), against Pinocchio on arm7
+    the tangent with f_ext (1e-6; every hinge type in all_hinges), against Pinocchio on arm7
     (1e-9, one state and a batch); M^-1 M = 1 (1e-10); a batch equals its states one by one."""
     mb = per_kind
     assert mb.forms["forward_dynamics"] == "per_kind"
