@@ -331,10 +331,10 @@ def _lane_form(kind, T, plan, nonzero, lane_arrays, bodies, L, layout, kernel_ar
                 re.search(rf"\b{a}\b", ln) for ln in lines) and a not in size]}
 
 
-def _lane_group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, out_size, times_minv, keeps_minv):
-    """:func:`_group_block` for the lane-batch form: the group's directions one at a time, each a vector of SG_W
-    states; its rows into each state's out (``out_size`` doubles per state).  ``keeps_minv``: the group is forward
-    dynamics' T directions, whose results (M^-1's columns) are kept in ``Minv_l`` for ``times_minv``'s groups."""
+def _group_head(key, gk, g, layout, nu, nq, step):
+    """What both forms of a group's block start with: ``(coords, the seed array, its size, the first column of
+    out's block, the opening lines)``: the group's direction tables (tangent: the U of its bodies, Qdot = N e_j;
+    else each Q_i) and the loop over them, ``step`` at a time (SG_DW, or 1 in the lane-batch form)."""
     coords = list(_coords(gk, g, layout))
     names = ", ".join(f"'{b.name}'" for b in g)
     if gk == "q":
@@ -344,26 +344,39 @@ def _lane_group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, out_siz
     else:
         dirs_t = dirs_q = [c0 + i for _, c0, n in coords for i in range(n)]
         first = "ndq" if gk == "u" else f"ndq + {nu}"
-    arr, size = f"s{key}", nq if gk == "q" else nu
-    out = [f"{{  /* directions {'along Q' if gk == 'q' else 'of U' if gk == 'u' else 'of T (or Udot)'} of {names} */",
-           f"    static const int dirs_t[{len(dirs_t)}] = {{{', '.join(map(str, dirs_t))}}};",
-           f"    static const int dirs_q[{len(dirs_q)}] = {{{', '.join(map(str, dirs_q))}}};",
-           "    const int *dirs = tangent ? dirs_t : dirs_q;",
-           f"    const int nd = tangent ? {len(dirs_t)} : {len(dirs_q)};",
-           "    for (s = 0; s < nd; ++s) {",
-           "        const int d = dirs[s];"]
+    lines = [f"{{  /* directions {'along Q' if gk == 'q' else 'of U' if gk == 'u' else 'of T (or Udot)'} of {names} */",
+             f"    static const int dirs_t[{len(dirs_t)}] = {{{', '.join(map(str, dirs_t))}}};",
+             f"    static const int dirs_q[{len(dirs_q)}] = {{{', '.join(map(str, dirs_q))}}};",
+             "    const int *dirs = tangent ? dirs_t : dirs_q;",
+             f"    const int nd = tangent ? {len(dirs_t)} : {len(dirs_q)};",
+             f"    for (s = 0; s < nd; {'++s' if step == 1 else f's += {step}'}) {{"]
+    return coords, f"s{key}", nq if gk == "q" else nu, first, max(len(dirs_t), len(dirs_q)), lines
+
+
+def _q_seed_fills(coords, arr, n_maps, lane):
+    """The tangent Q seeds of direction d (a U of one of the group's bodies): column d - u0 of its N(Q) into the
+    seeds of its Q (``lane``: the subscript of a direction's lane, "" in the lane-batch form)."""
+    fills = []
+    for b, c0, n in coords:
+        if b.nu:
+            n_maps.add(b.k)
+            fills.append(f"if (d >= {b.u0} && d < {b.u0 + b.nu}) "
+                         f"for (i = 0; i < {n}; ++i) {arr}[{c0} + i]{lane} = N{b.k}[i * {b.nu} + d - {b.u0}];")
+    return fills
+
+
+def _lane_group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, out_size, times_minv, keeps_minv):
+    """:func:`_group_block` for the lane-batch form: the group's directions one at a time, each a vector of SG_W
+    states; its rows into each state's out (``out_size`` doubles per state).  ``keeps_minv``: the group is forward
+    dynamics' T directions, whose results (M^-1's columns) are kept in ``Minv_l`` for ``times_minv``'s groups."""
+    coords, arr, size, first, nd_max, out = _group_head(key, gk, g, layout, nu, nq, 1)
+    out += ["        const int d = dirs[s];"]
     if seeded:
         out += [f"        sg_vd {arr}[{size}];  /* the seeds: direction d, in every state */",
                 *[f"        for (i = {c0}; i < {c0 + n}; ++i) {arr}[i] = sg_vd_zero;" for _, c0, n in coords]]
         if gk == "q":
-            fills = []
-            for b, c0, n in coords:
-                if b.nu:
-                    n_maps.add(b.k)
-                    fills.append(f"if (d >= {b.u0} && d < {b.u0 + b.nu}) "
-                                 f"for (i = 0; i < {n}; ++i) {arr}[{c0} + i] = N{b.k}[i * {b.nu} + d - {b.u0}];")
             out += [f"        if (!tangent) {arr}[d] = sg_vd_zero + 1.0;", "        else {",
-                    *[f"            {x}" for x in fills], "        }"]
+                    *[f"            {x}" for x in _q_seed_fills(coords, arr, n_maps, "")], "        }"]
         else:
             out += [f"        {arr}[d] = sg_vd_zero + 1.0;"]
     res = f"r{key}"
@@ -373,7 +386,7 @@ def _lane_group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, out_siz
     if times_minv is not None:
         # M^-1 r after the loop, for every direction of the group at once: each M^-1 entry read once per row
         # and group rather than once per direction (the sums in the one-state function's order: the same bits)
-        k, nd_max = max(len(times_minv), 1), max(len(dirs_t), len(dirs_q))
+        k = max(len(times_minv), 1)
         rows = ", ".join(map(str, times_minv or [0]))
         out[5:5] = [f"    static const int rows[{k}] = {{{rows}}};  /* where r can be nonzero */",
                     f"    sg_vd R[{k}][{nd_max}];  /* r of each direction on those rows */"]
@@ -409,36 +422,15 @@ def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=N
     """The C block of one group: its directions SG_DW at a time, the seeds, its lane statements, its rows into out.
     ``times_minv``: the rows where the group's r (one vector per row) can be nonzero, when the group's result is
     M^-1 r with the M^-1 that out's third block already holds (forward dynamics)."""
-    coords = list(_coords(gk, g, layout))
-    names = ", ".join(f"'{b.name}'" for b in g)
-    if gk == "q":                        # tangent: the U of the group's bodies (Qdot = N e_j); else each Q_i
-        dirs_t = [b.u0 + j for b in g if layout[b.name]["nq"] for j in range(b.nu)]
-        dirs_q = [c0 + i for _, c0, n in coords for i in range(n)]
-        first = "0"
-    else:
-        dirs_t = dirs_q = [c0 + i for _, c0, n in coords for i in range(n)]
-        first = "ndq" if gk == "u" else f"ndq + {nu}"
-    arr, size = f"s{key}", nq if gk == "q" else nu
-    out = [f"{{  /* directions {'along Q' if gk == 'q' else 'of U' if gk == 'u' else 'of T (or Udot)'} of {names} */",
-           f"    static const int dirs_t[{len(dirs_t)}] = {{{', '.join(map(str, dirs_t))}}};",
-           f"    static const int dirs_q[{len(dirs_q)}] = {{{', '.join(map(str, dirs_q))}}};",
-           "    const int *dirs = tangent ? dirs_t : dirs_q;",
-           f"    const int nd = tangent ? {len(dirs_t)} : {len(dirs_q)};",
-           "    for (s = 0; s < nd; s += SG_DW) {"]
+    coords, arr, size, first, _, out = _group_head(key, gk, g, layout, nu, nq, "SG_DW")
     if seeded:
         out += [f"        sg_dv {arr}[{size}];  /* the seeds: one direction per lane */",
                 *[f"        for (i = {c0}; i < {c0 + n}; ++i) {arr}[i] = sg_dv_zero;" for _, c0, n in coords],
                 "        for (l = 0; l < SG_DW && s + l < nd; ++l) {",
                 "            const int d = dirs[s + l];"]
         if gk == "q":
-            fills = []
-            for b, c0, n in coords:
-                if b.nu:
-                    n_maps.add(b.k)
-                    fills.append(f"if (d >= {b.u0} && d < {b.u0 + b.nu}) "
-                                 f"for (i = 0; i < {n}; ++i) {arr}[{c0} + i][l] = N{b.k}[i * {b.nu} + d - {b.u0}];")
             out += ["            if (!tangent) " + f"{arr}[d][l] = 1.0;", "            else {",
-                    *[f"                {x}" for x in fills], "            }"]
+                    *[f"                {x}" for x in _q_seed_fills(coords, arr, n_maps, "[l]")], "            }"]
         else:
             out += [f"            {arr}[d][l] = 1.0;"]
         out += ["        }"]
