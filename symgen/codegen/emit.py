@@ -98,7 +98,8 @@ class CKernel:
     doc: str = ""
     p_stride: int = 36       # doubles of p per state in the _batch variant
     internal: bool = False   # called by model code only: not in the hinge manifest's kernel table
-    guard: str | None = None # compiled only where this macro is not defined (the derivative kernels: SG_NO_DERIVATIVES)
+    guard: str | None = None # compiled only where this macro is not defined, nor SG_NO_DERIVATIVES (the derivative
+    #                          kernels: SG_NO_DERIVATIVE_KERNELS, which a model's part 0 defines: it calls none)
 
     @property
     def out_size(self) -> int:
@@ -242,7 +243,7 @@ def emit_hinge(h: Hinge, slug: str | None = None) -> list:
         rows = h.nu if name.endswith("_du") else h.nq
         out.append(CKernel(name, f"sg_{slug}_{name}", ("q", "u") if name in NEEDS_U_DQ else ("q",),
                            (rows, len(M) // rows), lines, flops, helpers, doc=_DOCS[name], internal=True,
-                           guard=None if name == "qdot_dq" else "SG_NO_DERIVATIVES"))
+                           guard=None if name == "qdot_dq" else "SG_NO_DERIVATIVE_KERNELS"))
     if h.has_sanitize:
         lines, flops, helpers = emit_statements(list(h.sanitize_expr), _slots(h))
         out.append(CKernel("sanitize", f"sg_{slug}_sanitize", ("q",), (h.nq,), lines, flops,
