@@ -309,17 +309,16 @@ def _lane_form(kind, T, plan, nonzero, lane_arrays, bodies, L, layout, kernel_ar
                                                                                                          layout)]
     body, n_maps = [], set()
     out_size = nu * (nq + 2 * nu)
-    t_solved = kind == "fd"
     seeded_all = T.live_arrays()
     for (key, gk, g), rows_r in zip(plan, nonzero):
         if key not in lanes:
             continue
         body += _lane_group_block(key, gk, g, layout, nu, nq, lanes[key], f"s{key}" in seeded_all, n_maps, out_size,
-                                  rows_r if kind == "fd" and gk != "T" else None, t_solved and gk == "T")
+                                  rows_r if kind == "fd" and gk != "T" else None, kind == "fd" and gk == "T")
     by_k = {b.k: b for b in bodies}
     items += [(by_k[k], f"N{k}", "qdot_map", layout[by_k[k].name]["nq"] * by_k[k].nu,
                list(range(layout[by_k[k].name]["nq"] * by_k[k].nu))) for k in sorted(n_maps)]
-    head, per_lane, sc_calls, angles = lane_head(items, strides, size)
+    head, _, _, angles = lane_head(items, strides, size)
     ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
     zero = [f"if (!tangent) for (l = 0; l < SG_W; ++l) for (i = 0; i < {nu * nq}; ++i) "
             f"out[(long)l * {out_size} + i] = 0.0;  /* Q's without a U: zero */"] if q_without_u else []
@@ -327,7 +326,7 @@ def _lane_form(kind, T, plan, nonzero, lane_arrays, bodies, L, layout, kernel_ar
         any(gk == "T" for _, gk, _ in plan) else []
     lines = minv + head + scalar + [f"ndq = tangent ? {nu} : {nq};"] + zero + body
     return {"ins": ins, "lines": lines, "out_size": out_size, "sincos": bool(angles),
-            "loop_i": True, "unused": [a for a in ("q", "u", "p", "tangent") if not any(
+            "unused": [a for a in ("q", "u", "p", "tangent") if not any(
                 re.search(rf"\b{a}\b", ln) for ln in lines) and a not in size]}
 
 
