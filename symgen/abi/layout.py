@@ -30,6 +30,8 @@ from __future__ import annotations
 DERIVATIVE_PARTS = {"fd": 7, "id": 8}
 #: the translation units of their lane-batch forms (SG_W states per call), compiled beside them
 DERIVATIVE_LANE_PARTS = {"fd": 10, "id": 11}
+#: every part a module without derivatives leaves out
+ALL_DERIVATIVE_PARTS = (*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values())
 #: the translation unit of atbi_matrices, upsilon and the per-kind steps they call, when no other entry point does
 MATS_PART = 9
 

@@ -27,7 +27,7 @@ from sympy.printing.c import C99CodePrinter
 
 from ..hinges.derive import NEEDS_U, Hinge
 from ..symbolic.spatial import stumpff
-from ..abi.layout import DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS, MATS_PART
+from ..abi.layout import ALL_DERIVATIVE_PARTS, DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS, MATS_PART
 from .plan import model_batches
 
 #: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
@@ -774,7 +774,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
         raise ModelError(f"{model.source or model.name}: parametric builds need the straight-line dynamics, and "
                          + ("this build asks for the per-kind form (form='per_kind')" if form != "auto" else
                             "this model is past symgen.algorithms.soa's size limits") + "; build it without parameters=")
-    lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"], hinges=hinges)
+    lane_kernels = {}            # the hinge kernels on lane vectors, printed once for every lane function
+    lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"], hinges=hinges, kernels=lane_kernels)
     per_kind = PerKindForm(bodies, L, name)
     drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
                             + (() if flexible else ("mats", "upsilon")))
@@ -807,7 +808,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     if mats_part:
         part_lines[mats_part] = len(per_kind.functions)
     derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None, hinges=hinges,
-                               name=name) if derivatives else {"fd": None, "id": None}
+                               name=name, kernels=lane_kernels) if derivatives else {"fd": None, "id": None}
     derivative_per_kind = derivs.pop("per_kind", None)
     lanes.update(fd_derivatives=None, id_derivatives=None)
     for k, f in derivs.items():
@@ -829,14 +830,15 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "upsilon_lines": drivers["upsilon"],
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices", "upsilon"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size, "mats_part": mats_part,
-            "derivative_parts": sorted([*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values()]),
+            "derivative_parts": sorted(ALL_DERIVATIVE_PARTS),
             "derivative_per_kind": derivative_per_kind, "derivative_per_kind_part": DERIVATIVE_PARTS["id"]}
 
 
-def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, name: str = "") -> dict:
+def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, name: str = "", kernels=None) -> dict:
     """The derivative functions of FD and ID (:mod:`symgen.codegen.derivatives`): {"fd": {"lines", "lanes"},
     "id": ...}, None for one that is not generated (the trace is over the length limit); "lanes": the
-    lane-batch form (hinge kernels on lane vectors from ``hinges`` where they print so).  Where FD takes the
+    lane-batch form (hinge kernels on lane vectors from ``hinges`` where they print so; ``kernels``: the values'
+    lane functions' dict of them, see :func:`lane_kernel_head`).  Where FD takes the
     per-kind form, so do they (:class:`symgen.codegen.perkind.PerKindDerivatives`): then "per_kind" holds the
     step functions and tables the ID part compiles, and each function's "per_kind" is True."""
     from .derivatives import emit_derivatives
@@ -850,7 +852,7 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         return {"fd": {"lines": drivers["fd"], "lanes": None, "per_kind": True},
                 "id": {"lines": drivers["id"], "lanes": None, "per_kind": True},
                 "per_kind": pk.functions + pk.seed_functions + pk.tables}
-    kernels = {}                                      # the hinge kernels on lane vectors, printed once
+    kernels = {} if kernels is None else kernels
 
     def lane_head(items, strides, size):
         return lane_kernel_head(items, bodies, L.nu, layout, slugs, strides, size, hinges, kernels)
@@ -1199,7 +1201,7 @@ def _lane_args(m) -> str:
     return f"(q_r + {m.group(1)}, u_r + {m.group(2)}, " + ("sc_r +" if m.group(3) == "sc +" else "0")
 
 
-def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH, hinges=None) -> dict:
+def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH, hinges=None, kernels=None) -> dict:
     """The lane form of forward dynamics, inverse dynamics and the mass matrix (``sg_<name>_<kind>_lanes``,
     templates/helpers/lanes.c.jinja): each straight-line function of :func:`_traced_dynamics` (``tapes``) printed
     a second way by :meth:`symgen.ir.tape.Tape.lane_lines`, SG_W states per call.  A kind is left out (its batch
@@ -1209,8 +1211,8 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH, h
     0.44 against 0.35 µs per state, floating humanoid 1.8 against 1.4; arm7, a chain, 0.05 against 0.10).
     Closed chains (TA) have none.  FD also comes as ``sg_<name>_fd_lanes_pl`` (p already in lanes), which the
     rollout's blocks of SG_W cases call (templates/helpers/rollout.c.jinja); ``sincos``: a lane function takes
-    sines and cosines of hinge angles (``sg_sincos_n_lanes``)."""
-    kernels = {}                                      # the hinge kernels on lane vectors, printed once
+    sines and cosines of hinge angles (``sg_sincos_split_lanes``); ``kernels``: see :func:`lane_kernel_head`."""
+    kernels = {} if kernels is None else kernels     # the hinge kernels on lane vectors, printed once
 
     def lane(key, p_stride, out_size, p_lanes=False):
         return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes, hinges, kernels)

@@ -35,7 +35,8 @@ class CArg:
 class CLanes:
     """The lane form a batch runs first (full blocks of SG_W states): which kind (fd, id, mm, fd_derivatives,
     id_derivatives), the p it takes for the block, its output size per state, the status handling (FD and the
-    derivatives), the arguments after p (``, tangent``) and the preprocessor condition it needs."""
+    derivatives), the arguments after p (``, tangent``) and the preprocessor condition it needs besides
+    SG_LANES (none: "")."""
 
     kind: str
     p_arg: str
@@ -43,7 +44,7 @@ class CLanes:
     assign: str = ""
     check: str = ""
     extra: str = ""
-    guard: str = "1"
+    guard: str = ""
 
 
 @dataclass(frozen=True)

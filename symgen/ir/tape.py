@@ -407,10 +407,10 @@ class Tape:
         loop = f"for (l = 0; l < {width}; ++l)"
 
         def entry(text):
-            m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
-            if not m:
+            renamed = _renamed_entry(text, arrays)
+            if renamed is None:
                 raise LaneError(f"{text!r} is not an array entry")
-            return f"{arrays.get(m.group(1), m.group(1))}[{m.group(2)}]"
+            return renamed
 
         def ref(v):
             if isinstance(v, str):
@@ -497,10 +497,7 @@ class Tape:
         def ref(p):
             if isinstance(p, str):
                 return p
-            if p.is_input and arrays:
-                m = re.fullmatch(r"(\w+)\[(\d+)\]", p.name)
-                return f"{arrays.get(m.group(1), m.group(1))}[{m.group(2)}]" if m else p.name
-            return p.name
+            return (_renamed_entry(p.name, arrays) or p.name) if p.is_input and arrays else p.name
 
         def value(x):
             return ref(x) if isinstance(x, Val) else _const(x)
@@ -552,6 +549,12 @@ class Tape:
         """The C text of the inputs the live code reads (``X3[5]``, ``u[2]``), in the order they were made."""
         self._mark_live()
         return [name for name, v in self._inputs.items() if v.live]
+
+
+def _renamed_entry(text: str, arrays: dict) -> str | None:
+    """An input's array entry ``A[i]`` with A renamed by ``arrays`` (``{"q": "q_l"}``), or None for another text."""
+    m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
+    return f"{arrays.get(m.group(1), m.group(1))}[{m.group(2)}]" if m else None
 
 
 def _invoke_text(s) -> str:

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..abi.layout import DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS
+from ..abi.layout import ALL_DERIVATIVE_PARTS
 from ..progress import step
 from .compile import OPT_FLAGS, BuildError, build_extension, build_module, module_key, stats
 from .sources import cached_model_sources
@@ -48,8 +48,7 @@ def _compile_options(manifest: dict, derivatives: bool):
     parts = manifest.get("parts")
     if derivatives:
         return OPT_FLAGS, parts
-    return OPT_FLAGS + ("-DSG_NO_DERIVATIVES",), [k for k in parts if k not in (*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values())] \
-        if parts else parts
+    return OPT_FLAGS + ("-DSG_NO_DERIVATIVES",), [k for k in parts if k not in ALL_DERIVATIVE_PARTS] if parts else parts
 
 
 def module_of_sources(files: dict, manifest: dict, label: str, derivatives: bool = False):
