@@ -9,6 +9,7 @@ Public API::
     k = symgen.compile_hinge(h)               # C kernels, numpy in / numpy out, batched
     mb = symgen.build("robot.urdf")           # a model: read, generated, compiled, loaded (MultibodyModel)
     res = symgen.sweep("robot.urdf", cases, dt, n_steps, client=None, store=None)  # many rollouts (Dask, Zarr)
+    with pytest.warns(symgen.IllConditionedWarning): symgen.build(...)  # warnings: symgen.SymgenWarning subclasses
 
 Conventions are those of DESIGN.md (spatial vectors ``[angular; linear]``, quaternions ``(x, y, z, w)``).
 The names are imported lazily, so ``symgen.runtime`` loads built modules without sympy or jinja2.
@@ -23,6 +24,10 @@ _LAZY = {
     "BuildError": "pipeline.compile",
     "load_model": "model", "ModelError": "model", "MultibodyModel": "runtime",
     "sweep": "sweeps", "load_sweep": "sweeps", "sweep_summary": "sweeps",
+    # the warning categories (symgen.diagnostics): build and load warnings are Python warnings of these classes
+    "SymgenWarning": "diagnostics", "IllConditionedWarning": "diagnostics", "SingularHingeWarning": "diagnostics",
+    "IgnoredElementWarning": "diagnostics", "ModelInputWarning": "diagnostics", "InertiaWarning": "diagnostics",
+    "NonOrthogonalModesWarning": "diagnostics", "DefaultTransformWarning": "diagnostics",
 }
 
 
@@ -40,6 +45,12 @@ def build(path, floating_base: bool = False, out=None, progress=None, **options)
     ``accept_indefinite_inertia``: see :func:`symgen.model.load_model`.  A moving hinge whose outboard
     subtree has no mass or inertia in its directions is named in ``mb.singular_hinges`` and ``mb.warnings``
     (and printed through ``progress``).
+
+    Warnings (``mb.warnings``, one string each: ignored file elements, singular and ill-conditioned hinges, ...)
+    are also Python warnings, grouped by kind, of the subclasses of :class:`symgen.SymgenWarning`
+    (:mod:`symgen.diagnostics`: ``IllConditionedWarning``, ``IgnoredElementWarning``, ``ModelInputWarning``,
+    ...), warned at every build (a cache hit included) once its outputs are complete, so
+    ``warnings.simplefilter("error", symgen.SymgenWarning)`` makes them exceptions.
 
     ``form="per_kind"`` builds the dynamics (forward and inverse dynamics, mass matrix, ATBI matrices) in the
     per-kind form (:mod:`symgen.codegen.perkind`: one C function per body kind and step, C loops over the bodies)

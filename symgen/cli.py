@@ -244,26 +244,29 @@ def _model_path(target) -> Path:
 
 def _load(args, ui):
     """Read the model file named by ``args.target`` (with the loading options), timing it."""
+    from .diagnostics import collecting, grouped
     from .model import load_model
 
     path = _model_path(args.target)
     t = time.perf_counter()
-    model = load_model(path, floating_base=args.floating_base, balance_inertia=args.balance_inertia,
-                       accept_indefinite_inertia=args.accept_indefinite_inertia,
-                       armature=_armature_arg(args.armature), lock=args.lock or None,
-                       loops_from_equality=getattr(args, "loops_from_equality", False))
+    with collecting():              # printed here, one line per group, not warned
+        model = load_model(path, floating_base=args.floating_base, balance_inertia=args.balance_inertia,
+                           accept_indefinite_inertia=args.accept_indefinite_inertia,
+                           armature=_armature_arg(args.armature), lock=args.lock or None,
+                           loops_from_equality=getattr(args, "loops_from_equality", False))
     if args.parameter:
         import dataclasses
 
         model = dataclasses.replace(model, parameters=list(args.parameter))
-    for w in model.warnings:
-        ui.warn(f"{path}: {w}")
+    for _, text in grouped(model.warnings):
+        ui.warn(f"{path}: {text}")
     return path, model, time.perf_counter() - t
 
 
 def cmd_build(args, ui) -> int:
     if args.target == "hinges":
         return _build_hinges(Path(args.out), ui)
+    from .diagnostics import collecting
     from .pipeline.package import build_model
     from .progress import listening, step
 
@@ -295,7 +298,8 @@ def cmd_build(args, ui) -> int:
                      if flex else "")
         ui.progress(_stage_line(report, "load", f"{path.name}: {len(model.bodies)} bodies, "
                                                 f"{len(model.frames)} extra frames{flex_text}{loops}"))
-        mb = build_model(model, out=out, stages=stage_done, form=args.form, derivatives=args.derivatives)
+        with collecting():          # the build's warnings reach stage_done, one per group
+            mb = build_model(model, out=out, stages=stage_done, form=args.form, derivatives=args.derivatives)
     ui.out(f"built {mb.name}: nQ = {mb.nq}, nU = {mb.nu}, {mb.nb} bodies, {len(mb.frame_names)} frames{loops} "
            f"-> {out / mb.name} (import {out.name}.{mb.name}) in {time.perf_counter() - t0:.2f} s")
     return 0
@@ -402,12 +406,15 @@ def cmd_bench(args, ui) -> int:
 
     import numpy as np
 
+    from .diagnostics import collecting, grouped
     from .pipeline.package import build_model
     from .progress import listening
 
     path, model, _ = _load(args, ui)
-    with listening(ui.report()):
+    with listening(ui.report()), collecting() as found:
         mb = build_model(model, out=None, progress=ui.detail, form=args.form)
+    for _, text in grouped(found):
+        ui.warn(text)
     rng = np.random.default_rng(0)
     n = args.n
     Q = mb.sanitize(mb.default_q() + 0.3 * rng.standard_normal((n, mb.nq)))

@@ -249,7 +249,8 @@ def test_runtime_rooms_import_one_way():
 #: the rooms of symgen/, lowest first (ARCHITECTURE.md): a module imports only modules of its own room or of a
 #: room before it.  ``symgen`` itself is the package's __init__ (``__version__``; the public names load lazily
 #: through importlib, which is no edge).
-LAYERS = (("symgen", "symgen.paths", "symgen.progress", "symgen.numeric"),   # foundation: no sympy, no jinja2
+LAYERS = (("symgen", "symgen.paths", "symgen.progress", "symgen.numeric",    # foundation: no sympy, no jinja2
+           "symgen.diagnostics"),
           ("symgen.symbolic",),      # sympy spatial algebra
           ("symgen.hinges",),        # the hinge registry and each hinge's derived equations
           ("symgen.model",),         # model files -> Model

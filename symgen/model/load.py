@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..diagnostics import Diagnostic, InertiaWarning, ModelInputWarning, NonOrthogonalModesWarning, emit, tag
 from .inertia import check_mass_fields, model_err, validate_inertias
 from .spec import NEWTONIAN, Body, Flex, FlexMode, FlexNode, Frame, LoopConstraint, Model, ModelError, Pose, rpy_matrix
 from .mjcf import MJCF_SUFFIXES, load_mjcf, root_tag
@@ -66,7 +67,7 @@ def _frame(ctx, where: str, f, body: str, names: set) -> Frame:
     return Frame(name, body, _pose_fields(ctx, where, f))
 
 
-def _flex(ctx, where: str, d, frame_names: set, warnings: list) -> Flex:
+def _flex(ctx, where: str, d, frame_names: set, warnings: list, body: str) -> Flex:
     """A body's ``flex:`` field: its lumped-mass nodes (each a frame, so each name must be new) and its modes
     (translations of the nodes per unit modal coordinate; a node a mode leaves out does not move in it)."""
     where = f"{where}: field 'flex'"
@@ -121,9 +122,13 @@ def _flex(ctx, where: str, d, frame_names: set, warnings: list) -> Flex:
         for j in range(k):
             mkj = sum(n.mass * float(np.dot(a, b)) for n, a, b in zip(nodes, modes[k].shape, modes[j].shape))
             if abs(mkj) > 1e-6 * math.sqrt(mk[k] * mk[j]):
-                warnings.append(f"{where}: modes {j} and {k} are not mass-orthogonal over the nodes "
-                                f"(m_jk = {mkj:.3g}); the dynamics use the full modal mass matrix, but each mode's "
-                                "stiffness is (2 pi f)^2 m_k, so the frequencies are not exactly the ones given")
+                issue = ("modes not mass-orthogonal over the nodes; the dynamics use the full modal mass matrix, but "
+                         "each mode's stiffness is (2 pi f)^2 m_k, so the frequencies are not exactly the ones given")
+                warnings.append(Diagnostic(
+                    f"{where}: modes {j} and {k} are not mass-orthogonal over the nodes (m_jk = {mkj:.3g}); the "
+                    "dynamics use the full modal mass matrix, but each mode's stiffness is (2 pi f)^2 m_k, so the "
+                    "frequencies are not exactly the ones given", NonOrthogonalModesWarning, ("body", body), issue,
+                    detail=f"modes {j} and {k}, m_jk = {mkj:.3g}"))
     return flex
 
 
@@ -237,7 +242,15 @@ def _freeze(v):
 def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance_inertia: bool = False,
                     accept_indefinite_inertia: bool = False) -> Model:
     """Validate a parsed model document and build a :class:`Model` (bodies sorted parent before child).
-    Mass properties are checked by :func:`symgen.model.inertia.validate_inertias`."""
+    Mass properties are checked by :func:`symgen.model.inertia.validate_inertias`.  The model's warnings are
+    also warned (:mod:`symgen.diagnostics`), grouped, when it is complete."""
+    model = _model_from_dict(data, path, name, balance_inertia, accept_indefinite_inertia)
+    emit(model.warnings)
+    return model
+
+
+def _model_from_dict(data, path, name, balance_inertia, accept_indefinite_inertia) -> Model:
+    """:func:`model_from_dict` without warning."""
     ctx = Ctx(path)
     check_keys(ctx, "model", data, TOP_KEYS, required=("bodies",))
     mname = data.get("name", name or Path(path).stem)
@@ -274,7 +287,7 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
             raise ctx.err(where, "field 'frames' must be a list")
         for j, f in enumerate(fl):
             frames.append(_frame(ctx, f"{where}: frames[{j}]", f, bname, frame_names))
-        flex = _flex(ctx, where, b["flex"], frame_names, flex_warnings) if b.get("flex") is not None else None
+        flex = _flex(ctx, where, b["flex"], frame_names, flex_warnings, bname) if b.get("flex") is not None else None
         if flex is not None and not flex.modes:
             # no modes: the nodes are particles fixed on the body, so the body is rigid (what it was before its
             # modes were added) with the nodes in its mass properties, and each node a body-fixed frame
@@ -325,8 +338,7 @@ def model_from_dict(data, path: str = "<dict>", name: str | None = None, balance
         raise ctx.err("model", "closed chains (loops:) in a model with flexible bodies (flex:) are not supported yet")
     model = validate_inertias(Model(str(mname), order, frames, loops, gravity, path), model_err(path, "body"),
                               balance_inertia, accept_indefinite_inertia)
-    model.warnings.extend(flex_warnings)
-    return model
+    return dataclasses.replace(model, warnings=tag(model.warnings, InertiaWarning) + flex_warnings)
 
 
 def _topological(ctx, bodies: dict) -> list:
@@ -371,7 +383,10 @@ def load_model(path, floating_base: bool = False, *, balance_inertia: bool = Fal
     error (as Pinocchio does).  ``armature``: ``{hinge: number or list of nU numbers}``, rotor inertia added
     to the hinge's D (Pinocchio ``model.armature``, MuJoCo ``joint/armature``); it replaces the file's.
     ``lock``: hinge names (held at their neutral coordinates) or ``{hinge: q}``: each becomes LOCKED at that
-    configuration (its onode absorbs ``X_op(q)``)."""
+    configuration (its onode absorbs ``X_op(q)``).
+
+    The model's warnings (``model.warnings``, one string each) are also warned as Python warnings when the model
+    is complete, grouped by kind (:mod:`symgen.diagnostics`: ``symgen.IgnoredElementWarning``, ...)."""
     p = Path(path)
     if not p.exists():
         raise ModelError(f"{path}: no such file")
@@ -411,14 +426,14 @@ def load_model(path, floating_base: bool = False, *, balance_inertia: bool = Fal
         except Exception as e:  # yaml.YAMLError, json.JSONDecodeError, recursion on absurd nesting
             raise ModelError(f"{path}: malformed {suffix[1:].upper()}: {_syntax_error(e)}; fix the file's "
                              "syntax there") from None
-        model = model_from_dict(data, str(path), name=p.stem, balance_inertia=balance_inertia,
-                                accept_indefinite_inertia=accept_indefinite_inertia)
+        model = _model_from_dict(data, str(path), p.stem, balance_inertia, accept_indefinite_inertia)
         if floating_base:
             model = add_floating_base(model)
     if lock:
         model = lock_hinges(model, lock)
     if armature:
         model = apply_armature(model, armature)
+    emit(model.warnings)           # grouped Python warnings (symgen.diagnostics), the model complete
     return model
 
 
@@ -465,7 +480,8 @@ def lock_hinges(model: Model, lock) -> Model:
         new[b.name] = dataclasses.replace(b, hinge_type="LOCKED", hinge_params=(), armature=(),
                                           onode=Pose.from_matrix(X))
     bodies = [new.get(b.name, b) for b in model.bodies]
-    locked = [f"hinge '{model.body(k).hinge_name}' locked" for k in new]
+    names = [model.body(k).hinge_name for k in new]
+    locked = [Diagnostic(f"hinge '{h}' locked", ModelInputWarning, ("hinge", h), "locked") for h in names]
     return dataclasses.replace(model, bodies=bodies, warnings=list(model.warnings) + locked,
                                mujoco=None)   # locked coordinates leave: Q is no longer MuJoCo's qpos
 

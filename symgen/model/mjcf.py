@@ -29,12 +29,14 @@ cut joint and a ``weld`` a LOCKED one (closed chains, symgen's rigid loops: MuJo
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
+from ..diagnostics import Diagnostic, IgnoredElementWarning, InertiaWarning, ModelInputWarning, note, tag
 from .inertia import model_err, validate_inertias
 from .spec import NEWTONIAN, Body, Frame, LoopConstraint, Model, ModelError, Pose
 
@@ -177,7 +179,8 @@ def model_from_mjmodel(m, source: str = "<MjModel>", name: str = "mjcf", *, loop
         nm = bnames[b] or f"body{b}"
         if nm in taken:
             new = f"body{b}"
-            warnings.append(f"body {b} named {nm!r}: renamed {new!r} (the name is taken)")
+            warnings.append(Diagnostic(f"body {b} named {nm!r}: renamed {new!r} (the name is taken)", ModelInputWarning,
+                                       ("body", nm), "renamed (the name is taken)", detail=f"body {b}: {new!r}"))
             nm = new
         taken.add(nm)
         names.append(nm)
@@ -224,7 +227,9 @@ def model_from_mjmodel(m, source: str = "<MjModel>", name: str = "mjcf", *, loop
                 continue
             if nm in taken:
                 new = f"{kind}:{nm}"
-                warnings.append(f"{kind} {nm!r}: frame named {new!r} (the name is taken)")
+                warnings.append(Diagnostic(f"{kind} {nm!r}: frame named {new!r} (the name is taken)",
+                                           ModelInputWarning, (kind, nm), "frame renamed (the name is taken)",
+                                           detail=repr(new)))
                 nm = new
             if nm in taken:
                 continue
@@ -240,12 +245,14 @@ def model_from_mjmodel(m, source: str = "<MjModel>", name: str = "mjcf", *, loop
         loops, used_eq = _equality_loops(m, names, frames, taken)
     not_imported = _not_tree_dynamics(m, names, jnames, used_eq)
     if not_imported:
-        warnings.append("not imported (not tree dynamics): " + "; ".join(not_imported))
+        warnings.append(note("not imported (not tree dynamics): " + "; ".join(not_imported), IgnoredElementWarning))
     if world_frames:
-        warnings.append(f"sites and geoms on the world body are not frames: {_some(world_frames)}")
+        warnings.append(note(f"sites and geoms on the world body are not frames: {_some(world_frames)}",
+                             IgnoredElementWarning))
     model = Model(name, bodies, frames, loops, gravity, source, warnings,
                   mujoco={"nq": int(m.nq), "nv": int(m.nv), "quat_adr": quat_adr(m), "joints": _joint_slices(m, jnames)})
-    return validate_inertias(model, model_err(source, "body"), balance_inertia, accept_indefinite_inertia)
+    model = validate_inertias(model, model_err(source, "body"), balance_inertia, accept_indefinite_inertia)
+    return dataclasses.replace(model, warnings=tag(model.warnings, InertiaWarning))   # (validate_inertias's own)
 
 
 def _joint_slices(m, jnames) -> dict:

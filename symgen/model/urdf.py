@@ -15,12 +15,14 @@ dynamics and are ignored.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 
+from ..diagnostics import Diagnostic, IgnoredElementWarning, InertiaWarning, ModelInputWarning, about, note, tag
 from .inertia import check_mass_fields, model_err, validate_inertias
 from .spec import NEWTONIAN, Body, Model, ModelError, Pose, rpy_matrix
 from .validate import Ctx
@@ -47,7 +49,8 @@ def _parse(path, warnings: list):
     m = _DECLARATION.search(raw)
     if m and raw[:m.start()].strip():
         raw = raw[:m.start()] + raw[m.end():]
-        warnings.append("the XML declaration is not at the start of the file (urdfdom refuses that); read anyway")
+        warnings.append(note("the XML declaration is not at the start of the file (urdfdom refuses that); read anyway",
+                             ModelInputWarning))
     elif m:
         raw = raw[m.start():]
     try:
@@ -95,12 +98,15 @@ def load_urdf(path, floating_base: bool = False, balance_inertia: bool = False,
         if not isinstance(el.tag, str):
             continue
         if el.tag not in KNOWN_ROBOT:
-            warnings.append(f"unsupported tag <{el.tag}> ignored")
+            warnings.append(note(f"unsupported tag <{el.tag}> ignored", IgnoredElementWarning))
         elif el.tag in ("transmission", "gazebo"):
-            warnings.append(f"<{el.tag}> ignored (actuation and simulator settings are not modelled)")
+            warnings.append(note(f"<{el.tag}> ignored (actuation and simulator settings are not modelled)",
+                                 IgnoredElementWarning))
         extra = sorted(a for a in el.attrib if a not in KNOWN_ATTRIBUTES.get(el.tag, {"name"}) and "}" not in a)
         if extra and el.tag in KNOWN_ATTRIBUTES:
-            warnings.append(f"<{el.tag} name='{el.get('name')}'>: unknown attribute(s) {', '.join(extra)} ignored")
+            issue = f"unknown attribute(s) {', '.join(extra)} ignored"
+            warnings.append(Diagnostic(f"<{el.tag} name='{el.get('name')}'>: {issue}", IgnoredElementWarning,
+                                       (el.tag, el.get("name")), issue))
 
     links = {}
     for i, el in enumerate(root.findall("link")):
@@ -114,7 +120,8 @@ def load_urdf(path, floating_base: bool = False, balance_inertia: bool = False,
         where = f"link '{name}'"
         inertial = el.find("inertial")
         if inertial is None:
-            warnings.append(f"link '{name}' has no <inertial>: massless")
+            warnings.append(Diagnostic(f"link '{name}' has no <inertial>: massless", ModelInputWarning,
+                                       ("link", name), "no <inertial>, massless"))
             links[name] = (0.0, (0.0, 0.0, 0.0), np.zeros((3, 3)))
             continue
         m_el = inertial.find("mass")
@@ -166,9 +173,9 @@ def load_urdf(path, floating_base: bool = False, balance_inertia: bool = False,
         for sub in el:
             if sub.tag in WARNED_JOINT:
                 what = "the joint stays independent, as in Pinocchio" if sub.tag == "mimic" else "not modelled"
-                warnings.append(f"joint '{jname}': <{sub.tag}> ignored ({what})")
+                warnings.append(about("joint", jname, f"<{sub.tag}> ignored ({what})", IgnoredElementWarning))
             elif sub.tag not in IGNORED | {"origin", "axis", "parent", "child"}:
-                warnings.append(f"joint '{jname}': unsupported tag <{sub.tag}> ignored")
+                warnings.append(about("joint", jname, f"unsupported tag <{sub.tag}> ignored", IgnoredElementWarning))
         if jtype in ("revolute", "prismatic"):
             lim = el.find("limit")
             if lim is None or lim.get("effort") is None or lim.get("velocity") is None:
@@ -183,7 +190,8 @@ def load_urdf(path, floating_base: bool = False, balance_inertia: bool = False,
             if n == 0:
                 raise ctx.err(where, "field 'axis': axis is zero")
             if abs(n - 1) > 1e-9:
-                warnings.append(f"joint '{jname}': axis {axis.tolist()} normalized to unit length")
+                warnings.append(Diagnostic(f"joint '{jname}': axis {axis.tolist()} normalized to unit length",
+                                           ModelInputWarning, ("joint", jname), "axis normalized to unit length"))
             axis = axis / n
         children[c] = (jname, p, jtype, _origin(ctx, where, el), axis)
         joints.append(jname)
@@ -228,4 +236,5 @@ def load_urdf(path, floating_base: bool = False, balance_inertia: bool = False,
                       ("subhinges", ("LINEAR", "LINEAR", "PIN")))
         bodies.append(Body(ln, p, m, tuple(com), inertia, jname, htype, params, origin, Pose()))
     model = Model(Path(path).stem, bodies, [], [], (0.0, 0.0, -9.81), str(path), warnings)
-    return validate_inertias(model, model_err(str(path), "link"), balance_inertia, accept_indefinite_inertia)
+    model = validate_inertias(model, model_err(str(path), "link"), balance_inertia, accept_indefinite_inertia)
+    return dataclasses.replace(model, warnings=tag(model.warnings, InertiaWarning))   # (validate_inertias's own)

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 from ..abi.layout import ALL_DERIVATIVE_PARTS
+from ..diagnostics import (DefaultTransformWarning, Diagnostic, IllConditionedWarning, SingularHingeWarning, collecting,
+                           emit, grouped)
 from ..progress import step
 from .compile import OPT_FLAGS, BuildError, build_extension, build_module, module_key, stats
 from .sources import cached_model_sources
@@ -76,10 +78,17 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
     form the dynamics take (:func:`symgen.build`).  ``derivatives``: compile the derivative functions into the
     module now (else the returned model compiles them on its first derivative call).  ``progress(text)`` receives one line per stage;
     ``stages(stage, **facts)`` the same as data, for callers that print their own lines (the CLI): ``generate``
-    (files, kb, seconds), ``compile`` (module, seconds, hit), ``warning`` (text), ``install`` (target, seconds)."""
+    (files, kb, seconds), ``compile`` (module, seconds, hit), ``warning`` (text, category: one per group of the
+    build's own warnings, :func:`symgen.diagnostics.grouped`), ``install`` (target, seconds).
+
+    The build's own warnings (a default_transform out of reach, singular and ill-conditioned hinges; looked for
+    at every build, a cache hit included) join ``mb.warnings``, one string each, and are warned as Python
+    warnings, grouped (:mod:`symgen.diagnostics`), once the outputs are complete: a warning made an error
+    (``warnings.simplefilter("error")``) leaves the caches and ``out/<name>/`` whole."""
     from ..runtime import MultibodyModel
     from ..algorithms.soa import FORMS
-    from ..runtime.checks import ill_conditioned_hinges, ill_conditioned_message, singular_hinges, singular_message
+    from ..runtime.checks import (ILL_ISSUE, SINGULAR_ISSUE, ill_conditioned_hinges, ill_conditioned_message,
+                                  singular_hinges, singular_message)
 
     if form not in FORMS:
         raise ValueError(f"symgen.build: form must be one of {', '.join(map(repr, FORMS))}, not {form!r}")
@@ -103,17 +112,18 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
     done("compile", f"compile   {manifest['module']} in {seconds:.2f} s" + (" (cache hit)" if hit else ""),
          module=manifest["module"], seconds=seconds, hit=hit)
     loaded = MultibodyModel(mod, manifest)
-    for w in _default_transforms(loaded, manifest):
-        manifest["warnings"] = manifest["warnings"] + [w]
-        done("warning", f"warning   {w}", text=w)
+    found = _default_transforms(loaded, manifest)
     singular = singular_hinges(loaded)
     manifest["singular_hinges"] = [h for h, _, _ in singular]
     ill = ill_conditioned_hinges(loaded, skip=manifest["singular_hinges"])
     manifest["ill_conditioned_hinges"] = [h for h, *_ in ill]
-    messages = singular_message(singular) + ill_conditioned_message(ill)
-    manifest["warnings"] = manifest["warnings"] + messages
-    for w in messages:
-        done("warning", f"warning   {w}", text=w)
+    for category, issue, messages in ((SingularHingeWarning, SINGULAR_ISSUE, singular_message(singular)),
+                                      (IllConditionedWarning, ILL_ISSUE, ill_conditioned_message(ill))):
+        found += [Diagnostic(text, category, ("hinge", hinge), issue, detail, name_all=True)
+                  for text, hinge, detail in messages]
+    manifest["warnings"] = manifest["warnings"] + found
+    for category, text in grouped(found):
+        done("warning", f"warning   {text}", text=text, category=category)
     fast = fastcall_module(say)
     path = so
     if out is not None:
@@ -130,7 +140,9 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
         say(f"compile   {model.name}'s derivative functions (on first use)")
         dfiles, dmanifest = cached_model_sources(model, form, derivatives=True)
         return module_of_sources(dfiles, dmanifest, label + " with derivatives", derivatives=True)[0]
-    return MultibodyModel(mod, manifest, path=path, fastcall=fast, derivatives=None if derivatives else with_derivatives)
+    mb = MultibodyModel(mod, manifest, path=path, fastcall=fast, derivatives=None if derivatives else with_derivatives)
+    emit(found)                      # last: everything is built and installed (a warning made an error may raise)
+    return mb
 
 
 def _default_transforms(mb, manifest) -> list:
@@ -148,9 +160,11 @@ def _default_transforms(mb, manifest) -> list:
         h["default_q"] = [float(x) for x in q]
         err = float(np.abs(got - np.array(X)).max())
         if err > 1e-9:
-            warnings.append(f"hinge '{name}': default_transform is out of the hinge's reach (its {h['type']} "
-                            f"moves in {len(h['neutral_q'])} coordinates); its default Q is the least-squares best "
-                            f"fit (off by {err:.2g})")
+            issue = "default_transform out of the hinge's reach; its default Q is the least-squares best fit"
+            warnings.append(Diagnostic(
+                f"hinge '{name}': default_transform is out of the hinge's reach (its {h['type']} moves in "
+                f"{len(h['neutral_q'])} coordinates); its default Q is the least-squares best fit (off by {err:.2g})",
+                DefaultTransformWarning, ("hinge", name), issue, detail=f"{h['type']}, off by {err:.2g}"))
     return warnings
 
 
@@ -199,7 +213,9 @@ def build(path, floating_base: bool = False, out=None, progress=None, *, armatur
           balance_inertia: bool = False, accept_indefinite_inertia: bool = False, parameters=None, form: str = "auto",
           loops_from_equality: bool = False, derivatives: bool = False):
     """What :func:`symgen.build` runs (its docstring documents every option): read the model file with
-    :func:`symgen.model.load_model`, then :func:`build_model`."""
+    :func:`symgen.model.load_model`, then :func:`build_model`.  The file's warnings and the build's are warned
+    together, grouped (:mod:`symgen.diagnostics`), when the build is complete (a Model object's own warnings
+    were warned when it was loaded); a build that fails raises its error, not a warning made an error."""
     import dataclasses
 
     from ..model import Model, load_model
@@ -207,13 +223,26 @@ def build(path, floating_base: bool = False, out=None, progress=None, *, armatur
     if isinstance(path, Model):
         if floating_base or armature or lock or balance_inertia or accept_indefinite_inertia or loops_from_equality:
             raise ValueError("symgen.build: a Model object is built as it is; loading options apply to files")
-        model = path
-    else:
-        model = load_model(path, floating_base=floating_base, armature=armature, lock=lock,
-                           balance_inertia=balance_inertia, accept_indefinite_inertia=accept_indefinite_inertia,
-                           loops_from_equality=loops_from_equality)
-    if parameters:
-        if isinstance(parameters, str):
-            parameters = [parameters]
-        model = dataclasses.replace(model, parameters=list(parameters))
-    return build_model(model, out=out, progress=progress, form=form, derivatives=derivatives)
+    found: list = []
+    try:
+        with collecting() as found:
+            if isinstance(path, Model):
+                model = path
+            else:
+                model = load_model(path, floating_base=floating_base, armature=armature, lock=lock,
+                                   balance_inertia=balance_inertia,
+                                   accept_indefinite_inertia=accept_indefinite_inertia,
+                                   loops_from_equality=loops_from_equality)
+            if parameters:
+                if isinstance(parameters, str):
+                    parameters = [parameters]
+                model = dataclasses.replace(model, parameters=list(parameters))
+            mb = build_model(model, out=out, progress=progress, form=form, derivatives=derivatives)
+    except Exception:
+        try:
+            emit(found)               # what the file said may explain the failure
+        except Warning:               # a warning made an error: the build's own error is the one to raise
+            pass
+        raise
+    emit(found)
+    return mb

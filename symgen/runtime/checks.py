@@ -135,15 +135,29 @@ def singular_hinges(mb, n_states: int = 3, seed: int = 0) -> list:
     return found
 
 
+#: what the singular hinges of one build share, said once in their grouped warning (symgen.diagnostics)
+SINGULAR_ISSUE = ("the outboard subtree has no mass or inertia in the hinge's directions, so D is singular and forward "
+                  "dynamics cannot be solved; give each armature (symgen.build(..., armature={hinge: value}), the "
+                  "model file's hinge 'armature', --armature HINGE=VALUE) or lock it (lock=[hinge], --lock HINGE)")
+
+
+def _tree(sub) -> str:
+    return ", ".join(repr(s) for s in sub[:6]) + (f" and {len(sub) - 6} more" if len(sub) > 6 else "")
+
+
 def singular_message(found: list) -> list:
-    """One warning per singular hinge, naming it, its subtree and the two remedies."""
+    """One warning per singular hinge, naming it, its subtree and the two remedies: ``[(text, hinge, detail)]``,
+    ``detail`` what the hinge's name is followed by when the build's singular hinges are named in one warning
+    (with :data:`SINGULAR_ISSUE`, symgen.pipeline.package: a ``SingularHingeWarning``)."""
     out = []
     for hinge, body, sub in found:
-        tree = ", ".join(repr(s) for s in sub[:6]) + (f" and {len(sub) - 6} more" if len(sub) > 6 else "")
-        out.append(f"hinge '{hinge}' (body '{body}'): its outboard subtree ({tree}) has no mass or inertia in the "
-                   f"hinge's directions, so D is singular and forward dynamics cannot be solved; give it armature "
-                   f"(symgen.build(..., armature={{'{hinge}': value}}), the model file's hinge 'armature', "
-                   f"--armature {hinge}=VALUE) or lock it (lock=['{hinge}'], --lock {hinge})")
+        tree = _tree(sub)
+        out.append((
+            f"hinge '{hinge}' (body '{body}'): its outboard subtree ({tree}) has no mass or inertia in the "
+            f"hinge's directions, so D is singular and forward dynamics cannot be solved; give it armature "
+            f"(symgen.build(..., armature={{'{hinge}': value}}), the model file's hinge 'armature', "
+            f"--armature {hinge}=VALUE) or lock it (lock=['{hinge}'], --lock {hinge})",
+            hinge, f"body '{body}', subtree {tree}"))
     return out
 
 
@@ -195,14 +209,24 @@ def ill_conditioned_hinges(mb, skip=(), n_states: int = 3, seed: int = 0) -> lis
     return list(found.values())
 
 
+#: what the ill-conditioned hinges of one build share, said once in their grouped warning
+ILL_ISSUE = ("D singular to working precision against the model's inertias: the outboard subtree has next to no "
+             "inertia in the hinge's directions there, so forward dynamics near that configuration answers a unit T "
+             "with accelerations of order 1/D; give each armature (symgen.build(..., armature={hinge: value}), "
+             "--armature HINGE=VALUE) or lock it (lock=[hinge], --lock HINGE)")
+
+
 def ill_conditioned_message(found: list) -> list:
-    """One warning per ill-conditioned hinge: where, how badly, its subtree and the remedies."""
+    """One warning per ill-conditioned hinge: where, how badly, its subtree and the remedies: ``[(text, hinge,
+    detail)]`` as :func:`singular_message` (with :data:`ILL_ISSUE`: an ``IllConditionedWarning``)."""
     out = []
     for hinge, body, sub, dmin, where in found:
-        tree = ", ".join(repr(s) for s in sub[:6]) + (f" and {len(sub) - 6} more" if len(sub) > 6 else "")
-        out.append(f"hinge '{hinge}' (body '{body}'): at {where} D = {dmin:.1e}, singular to working precision "
-                   f"against the model's inertias: its outboard subtree ({tree}) has next to no inertia in the hinge's "
-                   f"directions there, so forward dynamics near that configuration answers a unit T with "
-                   f"accelerations of order 1/D; give it armature (symgen.build(..., armature={{'{hinge}': value}}), "
-                   f"--armature {hinge}=VALUE) or lock it (lock=['{hinge}'], --lock {hinge})")
+        tree = _tree(sub)
+        out.append((
+            f"hinge '{hinge}' (body '{body}'): at {where} D = {dmin:.1e}, singular to working precision "
+            f"against the model's inertias: its outboard subtree ({tree}) has next to no inertia in the hinge's "
+            f"directions there, so forward dynamics near that configuration answers a unit T with "
+            f"accelerations of order 1/D; give it armature (symgen.build(..., armature={{'{hinge}': value}}), "
+            f"--armature {hinge}=VALUE) or lock it (lock=['{hinge}'], --lock {hinge})",
+            hinge, f"body '{body}', D = {dmin:.1e} at {where}, subtree {tree}"))
     return out
