@@ -1,4 +1,4 @@
-"""``python -m symgen``: the command line (build | info | show | hinges | bench | sweep).
+"""``python -m symgen``: the command line (build | info | show | hinges | bench | sweep | docs).
 
 Exit status: 0 success; 1 the model or the build failed (missing or malformed model file, bad model content,
 a compile error, an internal error); 2 usage (bad arguments, unknown hinge type or kernel).  Every error is one
@@ -556,6 +556,53 @@ def cmd_sweep(args, ui) -> int:
     return 0
 
 
+#: what ``python -m symgen docs`` needs (the ``docs`` extra): import name -> distribution name
+DOCS_REQUIRES = {"sphinx": "sphinx", "myst_nb": "myst-nb", "furo": "furo", "sphinx-mathjax-offline":
+                 "sphinx-mathjax-offline", "interrogate": "interrogate", "ipykernel": "ipykernel",
+                 "matplotlib": "matplotlib"}
+
+
+def docs_source() -> Path:
+    """The Sphinx source folder of a source checkout: ``docs/`` next to the ``symgen`` package."""
+    return Path(__file__).resolve().parents[1] / "docs"
+
+
+def cmd_docs(args, ui) -> int:
+    import importlib.util
+    import os
+
+    missing = [dist for mod, dist in DOCS_REQUIRES.items() if importlib.util.find_spec(mod) is None]
+    if missing:
+        return _fail(f"the docs extra is not installed (missing: {', '.join(missing)}): install symgen[docs], "
+                     'e.g. pip install -e ".[docs]" from the checkout', 1)
+    src = Path(args.source) if args.source else docs_source()
+    if not (src / "conf.py").is_file():
+        raise UsageError(f"no Sphinx sources at {src} (no conf.py): 'symgen docs' builds the docs/ folder of a "
+                         "source checkout; pass --source DIR")
+    out = Path(args.out) if args.out else src / "_build" / "html"
+    os.environ.setdefault("MPLBACKEND", "Agg")      # the notebooks' plots render off screen
+    from sphinx.cmd.build import build_main
+
+    # -E -a: a fresh build, so every warning of every page is reported; -W --keep-going: warnings are errors,
+    # all of them listed
+    argv = ["-b", "html", "-E", "-a", "-W", "--keep-going", "-d", str(out / ".doctrees"), str(src), str(out)]
+    if ui.quiet:
+        argv.insert(0, "-q")
+    ui.progress(f"docs: building {src} -> {out} (Sphinx; the notebooks are executed)")
+    t0 = time.perf_counter()
+    status = build_main(argv)
+    if status:
+        raise OSError(f"the documentation build failed (warnings are errors; see the messages above) after "
+                      f"{time.perf_counter() - t0:.1f} s")
+    index = out / "index.html"
+    ui.out(f"docs: {index} ({time.perf_counter() - t0:.1f} s)")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(index.resolve().as_uri())
+    return 0
+
+
 EXIT_STATUS = "exit status: 0 success, 1 model or build error, 2 usage error."
 
 
@@ -710,6 +757,19 @@ def make_parser() -> argparse.ArgumentParser:
     _add_model_options(pw)
     _add_output_flags(pw)
     pw.set_defaults(func=cmd_sweep)
+
+    pd = sub.add_parser("docs", help="build the documentation site (Sphinx) into OUT",
+                        description="Build the documentation site of this source checkout (docs/: the pages, the "
+                                    "API reference from the docstrings, the hinge catalogue generated from the "
+                                    "registry, the example notebooks executed) into OUT, from scratch, with "
+                                    "warnings as errors: a broken cross-reference, a notebook cell that raises or "
+                                    "too few docstrings fail it. Needs the docs extra: pip install -e \".[docs]\".",
+                        epilog=EXIT_STATUS)
+    pd.add_argument("--out", default=None, help="output folder (default: docs/_build/html)")
+    pd.add_argument("--open", action="store_true", help="open the built site in a web browser")
+    pd.add_argument("--source", default=None, metavar="DIR", help="the Sphinx source folder (default: docs/)")
+    _add_output_flags(pd)
+    pd.set_defaults(func=cmd_docs)
     return p
 
 
