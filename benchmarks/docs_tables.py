@@ -1,0 +1,113 @@
+"""Render the benchmarks' latest results into the documentation's Performance page.
+
+    python benchmarks/docs_tables.py            # rewrite the generated part of docs/performance.md
+    python benchmarks/docs_tables.py --check    # exit 1 (and say so) if docs/performance.md is out of date
+
+Every ``benchmarks/*_latest.md`` is a result file a benchmark script writes (or whose table it prints, for
+``corpus.py --markdown``).  This script copies each one, unchanged but for its title, between the markers
+``<!-- benchmark-tables:begin -->`` and ``<!-- benchmark-tables:end -->`` of ``docs/performance.md``; the prose
+around the markers is written by hand.  Each file becomes one ``###`` section (its ``# title`` line becomes the
+section's first paragraph, since some titles are a whole sentence), in the order of ``SECTIONS``; a result file
+not listed there is added after them under its file name, so a new benchmark shows up without editing this
+script.  ``tests/test_docs_content.py`` checks that the committed page equals what this script writes.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "performance.md"
+BEGIN = "<!-- benchmark-tables:begin -->"
+END = "<!-- benchmark-tables:end -->"
+
+#: (result file in benchmarks/, section title, where the file comes from)
+SECTIONS = [
+    ("sweep_latest.md", "Parameter sweeps: symgen, MuJoCo and a Pinocchio loop",
+     "written by `python benchmarks/sweep.py`"),
+    ("closed_chains_latest.md", "Closed chains: TA forward dynamics against Pinocchio's constraintDynamics",
+     "written by `python benchmarks/closed_chains.py`"),
+    ("parametric_latest.md", "Parametric builds: the cost of runtime parameters",
+     "written by `python benchmarks/parametric.py`"),
+    ("flexible_latest.md", "Flexible bodies: the cost of modes",
+     "written by `python benchmarks/flexible.py`"),
+    ("scaling_latest.md", "Build cost against model size",
+     "written by `python benchmarks/scaling.py ... --md benchmarks/scaling_latest.md`"),
+    ("corpus_latest.md", "Every example-robot-data URDF against Pinocchio",
+     "the table `python benchmarks/corpus.py --markdown` prints"),
+    ("corpus_derivatives_latest.md", "Derivatives on every fixed-base example-robot-data URDF",
+     "the table `python benchmarks/corpus.py --base fixed --derivatives --markdown` prints"),
+    ("mjcf_corpus_latest.md", "Every example-robot-data URDF compiled by MuJoCo, against MuJoCo",
+     "a table of the rows `python benchmarks/mjcf_corpus.py` prints"),
+]
+
+
+def escape(line: str) -> str:
+    """``<`` outside inline code as ``&lt;``, so that ``sg_<m>_...`` in a result file's prose reads as text, not
+    as an HTML tag (GitHub and MyST both render the entity); the machine's part of a path into an installed
+    package (``/some/venv/lib/python3.11/site-packages/...``) as ``.../site-packages/...``."""
+    line = re.sub(r"(?<![\w.])/(?:[\w.+-]+/)*site-packages/", ".../site-packages/", line)
+    parts = line.split("`")
+    return "`".join(p.replace("<", "&lt;") if i % 2 == 0 else p for i, p in enumerate(parts))
+
+
+def section(path: Path, title: str, origin: str | None) -> str:
+    """One result file as a ``###`` section: where it comes from, its title line as a paragraph, deeper
+    headings moved two levels down (``##`` -> ``####``), the rest as written."""
+    lines = path.read_text(encoding="utf-8").rstrip("\n").splitlines()
+    head = []
+    if lines and lines[0].startswith("# "):
+        head.append(escape(lines.pop(0)[2:].strip()))
+    body = [re.sub(r"^(#{2,4}) ", lambda m: "#" * (len(m.group(1)) + 2) + " ", escape(ln)) for ln in lines]
+    while body and not body[0].strip():
+        body.pop(0)
+    out = [f"### {title}", ""]
+    source = f"`benchmarks/{path.name}`" + (f", {origin}" if origin else "")
+    out += [f"From {source}.", ""] + ([head[0], ""] if head else [])
+    out += body
+    return "\n".join(out) + "\n"
+
+
+def tables(root: Path = ROOT) -> str:
+    """Every ``benchmarks/*_latest.md`` as sections, the listed ones first."""
+    bench = root / "benchmarks"
+    listed = {name for name, _, _ in SECTIONS}
+    parts = [section(bench / name, title, origin) for name, title, origin in SECTIONS if (bench / name).exists()]
+    for path in sorted(bench.glob("*_latest.md")):
+        if path.name not in listed:
+            parts.append(section(path, path.name[: -len("_latest.md")].replace("_", " ").capitalize(), None))
+    return "\n".join(parts)
+
+
+def render(page_text: str, root: Path = ROOT) -> str:
+    """``page_text`` with the part between the markers replaced by the current tables."""
+    if BEGIN not in page_text or END not in page_text:
+        raise ValueError(f"{PAGE.relative_to(ROOT)} lacks the markers {BEGIN} / {END}")
+    head, rest = page_text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    note = ("<!-- generated by benchmarks/docs_tables.py from benchmarks/*_latest.md: edit those files or the "
+            "script, not this part -->")
+    return f"{head}{BEGIN}\n{note}\n\n{tables(root)}\n{END}{tail}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="only check that docs/performance.md is up to date")
+    args = ap.parse_args(argv)
+    old = PAGE.read_text(encoding="utf-8")
+    new = render(old)
+    if args.check:
+        if new != old:
+            print(f"{PAGE.relative_to(ROOT)} is out of date: run python benchmarks/docs_tables.py", file=sys.stderr)
+            return 1
+        return 0
+    if new != old:
+        PAGE.write_text(new, encoding="utf-8")
+        print(f"wrote {PAGE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
