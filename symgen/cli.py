@@ -580,7 +580,8 @@ def cmd_docs(args, ui) -> int:
         raise UsageError(f"no Sphinx sources at {src} (no conf.py): 'symgen docs' builds the docs/ folder of a "
                          "source checkout; pass --source DIR")
     out = Path(args.out) if args.out else src / "_build" / "html"
-    os.environ.setdefault("MPLBACKEND", "Agg")      # the notebooks' plots render off screen
+    # the notebooks' kernels inherit this: their figures become PNG outputs on the pages, drawn off screen
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     from sphinx.cmd.build import build_main
 
     # -E -a: a fresh build, so every warning of every page is reported; -W --keep-going: warnings are errors,
