@@ -568,6 +568,7 @@ def docs_source() -> Path:
 
 
 def cmd_docs(args, ui) -> int:
+    """``python -m symgen docs``: build the documentation site with Sphinx, fresh and with warnings as errors."""
     import importlib.util
     import os
 
