@@ -57,7 +57,7 @@ pygments_dark_style = "monokai"
 
 # ---- strictness: every cross-reference must resolve (docs/_ext/symgen_api.py resolves re-exported names)
 nitpicky = True
-symgen_docstring_threshold = 95.0     # percent of the documented public API with a docstring (interrogate)
+symgen_docstring_threshold = 95       # percent of the documented public API with a docstring (interrogate)
 
 # ---- MyST
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]

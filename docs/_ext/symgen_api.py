@@ -20,7 +20,9 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
+import json
 import inspect
 import re
 import textwrap
@@ -44,15 +46,23 @@ _SCALARS = (int, float, complex, str, bytes, bool, type(None), tuple)
 
 
 # ---------------------------------------------------------------------------------------------- importing names
+@functools.lru_cache(maxsize=None)
+def _module(name: str):
+    """The module ``name``, or None when it is not one (cached: most names tried are not modules)."""
+    try:
+        return importlib.import_module(name)
+    except Exception:
+        return None
+
+
 def import_name(name: str):
     """The object a dotted name spells (``symgen.MultibodyModel.forward_dynamics``), or raise ImportError."""
     parts = name.split(".")
     if parts[0] in _ABBREV:
         parts[0] = _ABBREV[parts[0]]
     for i in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except Exception:
+        obj = _module(".".join(parts[:i]))
+        if obj is None:
             continue
         try:
             for attr in parts[i:]:
@@ -76,11 +86,8 @@ def defining_module(name: str, obj) -> str:
         return mod
     parts = name.split(".")
     for i in range(len(parts), 0, -1):
-        try:
-            importlib.import_module(".".join(parts[:i]))
+        if _module(".".join(parts[:i])) is not None:
             return ".".join(parts[:i])
-        except Exception:
-            continue
     return parts[0]
 
 
@@ -121,19 +128,25 @@ def _candidates(target: str, node) -> list:
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
+@functools.lru_cache(maxsize=None)
+def _self_attributes(owner: str) -> frozenset:
+    """Names assigned as ``self.<name> = ...`` in the source of the class ``owner`` (empty if not a class)."""
+    try:
+        cls = import_name(owner)
+        if not inspect.isclass(cls):
+            return frozenset()
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (ImportError, TypeError, OSError, SyntaxError):
+        return frozenset()
+    return frozenset(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                     and isinstance(n.value, ast.Name) and n.value.id == "self")
+
+
 def _instance_attribute(name: str) -> bool:
     """Whether ``name`` is ``Class.attr`` with ``self.attr = ...`` in the class's source (an instance attribute
     autodoc cannot list)."""
     owner, _, attr = name.rpartition(".")
-    try:
-        cls = import_name(owner)
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    except (ImportError, TypeError, OSError, SyntaxError):
-        return False
-    if not inspect.isclass(cls):
-        return False
-    return any(isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Store)
-               and isinstance(n.value, ast.Name) and n.value.id == "self" for n in ast.walk(tree))
+    return bool(owner) and attr in _self_attributes(owner)
 
 
 def _missing_reference(app, env, node, contnode):
@@ -190,6 +203,23 @@ def _first_sentence(obj) -> str:
     return para if end < 0 else para[:end + 1]
 
 
+_INLINE = re.compile(r"``(.+?)``|:[\w:]+:`~?(.+?)`|`(.+?)`")
+
+
+def _inline(text: str) -> list:
+    """A docstring sentence as text and code nodes: ````x````, ``:role:`x``` and ```x``` become code."""
+    out, pos = [], 0
+    for m in _INLINE.finditer(text):
+        if m.start() > pos:
+            out.append(nodes.Text(text[pos:m.start()]))
+        code = next(g for g in m.groups() if g is not None)
+        out.append(nodes.literal(code, code))
+        pos = m.end()
+    if pos < len(text):
+        out.append(nodes.Text(text[pos:]))
+    return out
+
+
 class ExportsDirective(Directive):
     """``symgen-exports MODULE``: the names in ``MODULE.__all__``, each linked, with its first sentence."""
 
@@ -208,7 +238,7 @@ class ExportsDirective(Directive):
             summary = _first_sentence(obj) if not isinstance(obj, _SCALARS) else f"{obj!r}"
             if summary:
                 para += nodes.Text(": ")
-                para += nodes.Text(summary) if isinstance(obj, _SCALARS) else nodes.emphasis(summary, summary)
+                para += [nodes.Text(summary)] if isinstance(obj, _SCALARS) else _inline(summary)
             items += nodes.list_item("", para)
         return [items]
 
@@ -353,13 +383,16 @@ def docstring_coverage(env) -> dict:
                 missing.append(f"{wanted[key]} ({_repo_relative(path)}:{n.lineno})")
     pct = 100.0 * covered / total if total else 100.0
     return {"total": total, "covered": covered, "percent": pct, "raw_percent": 100.0 * raw / total if total else 100.0,
-            "missing": sorted(missing), "files": files}
+            "missing": sorted(missing), "files": [_repo_relative(f) for f in files]}
 
 
 def _check_coverage(app, env):
     res = docstring_coverage(env)
     threshold = float(app.config.symgen_docstring_threshold)
     env.symgen_docstring_coverage = res
+    out = Path(app.outdir) / "_symgen" / "docstring-coverage.json"     # for tests/test_docs.py and the curious
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({**res, "threshold": threshold}, indent=1), encoding="utf-8")
     msg = (f"docstring coverage of the documented public API (interrogate): {res['percent']:.1f}% "
            f"({res['covered']} of {res['total']}; {res['raw_percent']:.1f}% without counting "
            f"'f.__doc__ = ...' assignments), threshold {threshold:g}%")
@@ -371,7 +404,7 @@ def _check_coverage(app, env):
 
 
 def setup(app):
-    app.add_config_value("symgen_docstring_threshold", 95.0, "env", types=frozenset({float, int}))
+    app.add_config_value("symgen_docstring_threshold", 95, "env", types=frozenset({float, int}))
     app.add_directive("symgen-exports", ExportsDirective)
     app.add_directive("symgen-module-data", ModuleDataDirective)
     app.connect("missing-reference", _missing_reference)
