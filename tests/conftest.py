@@ -1,8 +1,64 @@
+"""Shared fixtures (one build cache per test run) and the test tiers.
+
+``python -m pytest`` runs the whole suite (about 10 minutes on 2 cores).  The fast tier,
+``python -m pytest -m "not slow"``, takes about 145 s of CPU (under 2 minutes on 2 idle cores, cold cache) and
+still crosses every layer: every hinge type derived (``isolated_cache`` below), the hinge registry with types
+registered in the test, their derivations and compiled C kernels, and a model of them (test_hinge_registry); the
+bundled arm7 built end to end and run from a plain C program (test_model_build); forward and inverse dynamics,
+poses and Jacobians against Pinocchio on arm7, fixed and floating (test_dynamics, test_model_pinocchio); the
+loaders, the build cache, the warnings, the import layers and the CLI.  What it leaves out is marked ``slow`` here
+(pytest_collection_modifyitems, from :data:`SLOW_FILES`, :data:`FAST_ONLY` and :data:`SLOW_TESTS`), not in the
+files: the files that build many or large models (derivatives, closed chains, lanes, sweeps, notebooks, the
+per-kind form, the comparisons with MuJoCo, real robots, every hinge's C kernels and LaTeX, the docs site).  A new
+test file is in the fast tier until it is listed here.
+"""
+import fnmatch
 import os
 import time
 from pathlib import Path
 
 import pytest
+
+#: files whose every test is slow (they build many or large models)
+SLOW_FILES = {
+    "test_closed_chains.py", "test_closed_chains_pinocchio.py", "test_closed_chains_robust.py",
+    "test_closed_examples.py", "test_compound_hinge.py", "test_c_kernels.py", "test_derivatives.py", "test_docs.py",
+    "test_fast_paths.py", "test_flexible.py", "test_hinge_identities.py", "test_lane_widths.py", "test_lanes.py",
+    "test_load_checks.py", "test_mjcf.py",
+    "test_model_kinematics.py", "test_notebooks.py", "test_parametric.py", "test_per_kind_form.py",
+    "test_real_robots.py", "test_rollout.py", "test_shipped_c.py", "test_sweep.py", "test_sympy_printing.py",
+}
+#: files of which only the tests matching these patterns (fnmatch, on the name with its parameters) are fast:
+#: one robot, arm7, against Pinocchio
+FAST_ONLY = {
+    "test_dynamics.py": ["test_dynamics_match_pinocchio[[]arm7-*"],
+    "test_model_pinocchio.py": ["*[[]arm7-*"],
+}
+#: single slow tests of otherwise fast files ("file::name", fnmatch)
+SLOW_TESTS = [
+    "test_build_cache.py::test_build_hinges_cli_cold_and_warm",    # the kernels of every hinge type, cold
+    "test_cli_and_docs.py::test_every_kernel_renders_as_latex*",   # sympy's LaTeX of every hinge's kernels
+    "test_cli_and_docs.py::test_cli_bench[[]arm7*",                # (the double pendulum's bench stays)
+    "test_model_build.py::test_default_q_and_default_transform",
+    "test_warnings.py::test_icub_floating_*",                      # iCub, floating: a 38-body build
+]
+
+
+def _is_slow(item) -> bool:
+    file, name = item.path.name, item.name
+    if file in SLOW_FILES:
+        return True
+    if file in FAST_ONLY and not any(fnmatch.fnmatchcase(name, p) for p in FAST_ONLY[file]):
+        return True
+    return any(fnmatch.fnmatchcase(f"{file}::{name}", p) for p in SLOW_TESTS)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the slow tests (module docstring); ``-m "not slow"`` deselects them."""
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
 
 TIMINGS: dict = {}
 
