@@ -265,6 +265,7 @@ def test_gimbal_page_shows_rendered_math(browser_context, built_site, tmp_path_f
     section = page.locator("section#coordinate-map")
     assert section.locator("mjx-container").count() >= 1, "the coordinate map is not typeset by MathJax"
     assert page.locator("mjx-container").count() >= 5
+    assert page.locator("mjx-merror").count() == 0, "MathJax could not typeset some of GIMBAL's LaTeX"
     visible = page.inner_text("article")
     for raw in (r"\begin{", r"\left[", r"\frac{", "\\cos"):
         assert raw not in visible, f"raw LaTeX {raw!r} visible on GIMBAL's page"
@@ -307,3 +308,6 @@ def test_no_request_left_the_machine(browser_context, built_site):
         tags = re.findall(r"<(?:script|link)\b[^>]*>", f.read_text())
         external = [t for t in tags if re.search(r'(src|href)="(https?:)?//', t)]
         assert not external, f"{f.relative_to(site)} loads {external[:3]}"
+    for f in (site / "_static").rglob("*.css"):
+        css = f.read_text(errors="replace")
+        assert not re.search(r"url\(\s*['\"]?(https?:)?//", css), f"{f.relative_to(site)} loads a remote file"

@@ -229,10 +229,11 @@ class ExportsDirective(Directive):
         modname = self.arguments[0]
         module = importlib.import_module(modname)
         items = nodes.bullet_list()
+        docname = self.state.document.settings.env.docname
         for name in module.__all__:
             obj = getattr(module, name)
             ref = addnodes.pending_xref("", refdomain="py", reftype="obj", reftarget=f"{modname}.{name}",
-                                        refexplicit=False, refwarn=True, refdoc=self.state.document.settings.env.docname)
+                                        refexplicit=False, refwarn=True, refdoc=docname)
             ref += nodes.literal(f"{modname}.{name}", f"{modname}.{name}", classes=["xref", "py", "py-obj"])
             para = nodes.paragraph("", "", ref)
             summary = _first_sentence(obj) if not isinstance(obj, _SCALARS) else f"{obj!r}"
