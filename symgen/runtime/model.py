@@ -390,6 +390,9 @@ class MultibodyModel:
         return _derivs.theta(self, params)
 
     def theta_names(self) -> list:
+        """The names of :meth:`theta`'s entries, in order: per body whose inertia is a parameter ``<body>.m``,
+        ``.h_x .h_y .h_z`` (h = m c), ``.J_xx .J_xy .J_xz .J_yy .J_yz .J_zz`` (about the body origin); per
+        armature parameter ``<hinge>.armature[i]``."""
         return _derivs.theta_names(self)
 
     def _tree_only(self, what):
