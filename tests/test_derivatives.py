@@ -19,7 +19,9 @@ import symgen
 from helpers import assert_close
 from model_factory import random_tree_dict
 from pin_maps import to_pin_q, u_map
-from symgen.codegen.emit import LANE_WIDTH as W
+from symgen.codegen.lanes import lane_width
+
+W = lane_width()   # the lane width of the models this run builds (8 on AVX-512, 4 on AVX2, 2 elsewhere)
 from symgen.pipeline.package import build_model
 
 ROOT = Path(__file__).resolve().parents[1]

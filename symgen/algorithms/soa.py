@@ -45,7 +45,8 @@ STRAIGHT_LINE_LIMIT = 10000
 #: from this many lines a straight-line function is compiled as a translation unit of its own, in parallel
 #: with the rest of the model (symgen.build; a C program still compiles the model's one .c file)
 SPLIT_MIN_LINES = 800
-#: ... and a lane function (the batches' form, symgen.codegen.emit.emit_lanes) from this many lines, compiled for AVX-512
+#: ... and a lane function (the batches' form, symgen.codegen.emit.emit_lanes) from this many lines, compiled for its
+#: lane width's ISA (symgen.codegen.lanes)
 LANE_SPLIT_MIN_LINES = 500
 #: above this many lines the straight-line poses kernel gives way to the per-body helper calls, and so do the
 #: one-frame Jacobian's per-body steps (together)

@@ -29,6 +29,7 @@ from ..hinges.derive import NEEDS_U, Hinge
 from ..symbolic.spatial import stumpff
 from ..abi.layout import ALL_DERIVATIVE_PARTS, DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS, MATS_PART
 from .plan import model_batches
+from .lanes import lane_width
 
 #: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
 C_KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "coord_map_dot", "bias", "pose_gradient",
@@ -1058,13 +1059,11 @@ def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
 # the lane form: the traced FD, ID and M printed a second way, for SG_W states per call
 # --------------------------------------------------------------------------------------------------
 
-#: lanes (states per call) of the lane form: 8 doubles fill one AVX-512 register, the ISA the lane functions are
-#: compiled for (templates/helpers/lanes.c.jinja).  Measured on arm7 (µs per state, C batch): W = 8 with AVX-512
-#: 0.092 FD, W = 4 with AVX2 0.13, W = 8 with AVX2 about 0.17, one state at a time 0.32
-LANE_WIDTH = 8
-#: straight-line functions longer than this get no lane form (their batches stay one state at a time): the lane
-#: form compiles about as long as the one-state function it copies
-LANE_MAX_LINES = 6000
+#: straight-line functions longer than this get no lane form (their batches stay one state at a time).  The
+#: straight-line limit itself (soa.STRAIGHT_LINE_LIMIT): every straight-line FD, ID and M gets its lane form.  It
+#: was 6,000, which left Talos (38 DOF, floating) without lanes: its batched FD went from 4.2 to 1.1 µs per state
+#: with them, its cold build from 16.7 to 20.2 s (both measured beside other work)
+LANE_MAX_LINES = 10000
 
 
 def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: int, memo=None) -> list | None:
@@ -1201,7 +1200,7 @@ def _lane_args(m) -> str:
     return f"(q_r + {m.group(1)}, u_r + {m.group(2)}, " + ("sc_r +" if m.group(3) == "sc +" else "0")
 
 
-def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH, hinges=None, kernels=None) -> dict:
+def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, hinges=None, kernels=None) -> dict:
     """The lane form of forward dynamics, inverse dynamics and the mass matrix (``sg_<name>_<kind>_lanes``,
     templates/helpers/lanes.c.jinja): each straight-line function of :func:`_traced_dynamics` (``tapes``) printed
     a second way by :meth:`symgen.ir.tape.Tape.lane_lines`, SG_W states per call.  A kind is left out (its batch
@@ -1213,6 +1212,7 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int = LANE_WIDTH, h
     rollout's blocks of SG_W cases call (templates/helpers/rollout.c.jinja); ``sincos``: a lane function takes
     sines and cosines of hinge angles (``sg_sincos_split_lanes``); ``kernels``: see :func:`lane_kernel_head`."""
     kernels = {} if kernels is None else kernels     # the hinge kernels on lane vectors, printed once
+    width = lane_width() if width is None else width  # SG_W: symgen.codegen.lanes
 
     def lane(key, p_stride, out_size, p_lanes=False):
         return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes, hinges, kernels)

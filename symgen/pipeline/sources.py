@@ -195,6 +195,7 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
     per-kind form above them) or ``"per_kind"`` (the per-kind form for all); ``manifest["forms"]`` says which.
     ``derivatives``: the translation unit also holds the derivative functions (symgen.codegen.derivatives)."""
     from ..hinges.derive import hinge
+    from ..codegen.lanes import lane_width
     from ..codegen.render import render_model
 
     name = model_identifier(model.name)
@@ -250,7 +251,8 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
                             "com": list(b.com), "inertia": [list(r) for r in b.inertia], **_flex_manifest(b)}
                            for b in model.bodies],
                 "frames": frames, "hinges": hinges, "hinge_specs": specs, "modes": modes,
-                "loops": loop_manifest, "parts": parts, "forms": forms, "parameters": _parameters_manifest(model, layout),
+                "loops": loop_manifest, "parts": parts, "forms": forms, "lane_width": lane_width(),
+                "parameters": _parameters_manifest(model, layout),
                 "warnings": list(model.warnings)}
     if model.mujoco is not None:
         manifest["mujoco"] = dict(model.mujoco)
@@ -331,13 +333,15 @@ def cached_model_sources(model, form: str = "auto", derivatives: bool = False):
     import dataclasses
 
     from ..algorithms import soa
+    from ..codegen.lanes import lane_width
     from ..hinges import bind
 
     specs = [bind(b.hinge_type, **b.hinge_kwargs()).key() for b in model.bodies]
     specs += [bind(lc.hinge_type, **lc.hinge_kwargs()).key() for lc in model.loops]
     text = json.dumps([dataclasses.asdict(model), specs], sort_keys=True, default=str)
     limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}"  # form choices
-              f"|{soa.SPLIT_MIN_LINES}|{soa.LANE_SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}")
+              f"|{soa.SPLIT_MIN_LINES}|{soa.LANE_SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}"
+              f"|W{lane_width()}")                                   # the lane width printed into the C
     key = hashlib.sha256((text + _package_fingerprint() + limits + f"|{form}|{derivatives}").encode()).hexdigest()[:24]
     return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model, form, derivatives),
                         "sources", f"model {model.name}" + ("" if form == "auto" else f" ({form} form)")

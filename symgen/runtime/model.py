@@ -103,6 +103,15 @@ class MultibodyModel:
         if self._derivative_binding not in (None, self.binding):
             self._derivative_binding.set_gravity(g)
 
+    @property
+    def lane_width(self) -> int:
+        """States per call of the batched forward dynamics on this CPU: 8, 4 or 2 where the batch runs its full
+        blocks on the lane form (AVX-512, AVX2, SSE2/NEON vectors; chosen for the CPU that generated the model,
+        ``SYMGEN_LANE_WIDTH`` forces one), 1 where it goes one state at a time (no lane form, e.g. closed chains
+        or models past the straight-line limits, or a CPU without the lanes' ISA).  Every lane computes the same
+        bits as the one-state call."""
+        return int(getattr(self.binding.lib, f"sg_{self.name}_lane_width")())
+
     def derivative_binding(self) -> ModelBinding:
         """The binding whose module holds the derivative functions: :attr:`binding` when they were compiled into
         the model's module (``symgen.build(..., derivatives=True)``, ``python -m symgen build --derivatives``),
