@@ -1,7 +1,8 @@
 """Shared by the benchmark scripts: robot names, random states, and loading the sibling scripts by path.
 
-A robot is a URDF path or a name in examples/models/, optionally with ``:floating`` for a floating base
-(``arm6``, ``quadruped:floating``, ``path/to/robot.urdf:floating``).
+A robot is a URDF path, a name in examples/models/ or an example-robot-data name (``ERD``: ``ur5``, ``panda``,
+``solo12``, ``talos``, ``tiago_dual``), optionally with ``:floating`` for a floating base (``arm6``,
+``quadruped:floating``, ``talos:floating``, ``path/to/robot.urdf:floating``).
 """
 from __future__ import annotations
 
@@ -14,12 +15,28 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 DEFAULT_ROBOTS = ["arm6", "arm7", "quadruped:floating", "humanoid:floating"]
+#: the big robots users bring (example-robot-data, pip): Talos (38 DOF with its floating base), tiago_dual (101)
+BIG_ROBOTS = ["talos:floating", "tiago_dual:floating"]
+#: example-robot-data's robots by a short name: their URDF under the package's robots/ folder
+ERD = {"ur5": "ur_description/urdf/ur5_robot.urdf", "panda": "panda_description/urdf/panda.urdf",
+       "solo12": "solo_description/robots/solo12.urdf", "talos": "talos_data/robots/talos_reduced.urdf",
+       "tiago_dual": "tiago_description/robots/tiago_dual.urdf"}
+
+
+def erd_path(name: str) -> Path:
+    """The example-robot-data URDF of a short name in :data:`ERD` (the cmeel prefix of the pip package)."""
+    for base in {sysconfig.get_paths()["data"], sysconfig.get_paths()["purelib"]}:
+        p = Path(base) / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / ERD[name]
+        if p.exists():
+            return p
+    raise SystemExit(f"benchmarks: {name} needs example-robot-data (pip install example-robot-data)")
 #: fresh copies of each C benchmark program per robot (see run_copies)
 COPIES = 5
 
@@ -35,6 +52,8 @@ def parse_robot(spec: str) -> tuple[Path, bool]:
     cand = ROOT / "examples" / "models" / f"{name}.urdf"
     if cand.exists():
         return cand, mode == "floating"
+    if name in ERD:
+        return erd_path(name), mode == "floating"
     raise SystemExit(f"benchmarks: no robot {name!r} (give a .urdf path or a name in examples/models/)")
 
 
@@ -108,7 +127,8 @@ def robot_parser(doc: str, n_help: str = "states (default 10000)") -> argparse.A
     paragraph of the script's docstring)."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--robots", nargs="+", default=DEFAULT_ROBOTS,
-                    help="URDF paths or names in examples/models/, with ':floating' for a floating base")
+                    help="URDF paths, names in examples/models/ or example-robot-data names (" + ", ".join(ERD)
+                    + "), with ':floating' for a floating base; 'big' adds " + " ".join(BIG_ROBOTS))
     ap.add_argument("--n", type=int, default=10000, help=n_help)
     ap.add_argument("--rounds", type=int, default=7, help="rounds (median; default 7)")
     ap.add_argument("--json", help="also write the results here")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import platform
 import statistics
 import sys
-import sysconfig
 import time
 from pathlib import Path
 
@@ -34,23 +33,14 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
-from bench_common import load_script, parse_robot, report, robot_parser, states  # noqa: E402
+from bench_common import ERD, erd_path, load_script, parse_robot, report, robot_parser, states  # noqa: E402
 
 DEFAULT = ["arm7", "quadruped:floating", "humanoid:floating", "ur5", "panda"]
-ERD = {"ur5": "ur_description/urdf/ur5_robot.urdf", "panda": "panda_description/urdf/panda.urdf",
-       "tiago_dual": "tiago_description/robots/tiago_dual.urdf"}
-
-
 def resolve(spec: str) -> str:
-    """``ur5`` / ``panda`` / ``tiago_dual`` -> the example-robot-data URDF path (with its ``:floating``), else the spec."""
+    """``ur5`` / ``panda`` / ``talos`` / ``tiago_dual`` (bench_common.ERD) -> the example-robot-data URDF path (with
+    its ``:floating``), else the spec."""
     name, sep, mode = spec.partition(":")
-    if name in ERD:
-        for base in {sysconfig.get_paths()["data"], sysconfig.get_paths()["purelib"]}:
-            p = Path(base) / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / ERD[name]
-            if p.exists():
-                return str(p) + sep + mode
-        raise SystemExit(f"derivatives: {name} needs example-robot-data (pip install example-robot-data)")
-    return spec
+    return str(erd_path(name)) + sep + mode if name in ERD else spec
 
 
 def _median_rounds(fns: dict, rounds: int) -> dict:

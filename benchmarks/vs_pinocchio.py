@@ -1,11 +1,16 @@
 """symgen vs Pinocchio, side by side in one process (speed lives here, never in the tests), plus the
 optional plain-C sections: symgen's C from a C main(), Pinocchio's C++ and MuJoCo.
 
-    python benchmarks/vs_pinocchio.py [--robots arm6 arm7 quadruped:floating humanoid:floating ...]
+    python benchmarks/vs_pinocchio.py [--robots arm6 arm7 quadruped:floating humanoid:floating big ...]
                                       [--n 10000] [--single 10000] [--rounds 7] [--copies 5] [--repeats 3]
-                                      [--c] [--mujoco] [--pin-cpp] [--all] [--json results.json]
+                                      [--lane-width {2,4,8}] [--c] [--mujoco] [--pin-cpp] [--all]
+                                      [--json results.json]
 
-A robot is a URDF path or a name in examples/models/; ``:floating`` gives it a floating base.
+A robot is a URDF path, a name in examples/models/ or an example-robot-data name (``talos``, ``tiago_dual``,
+``ur5``, ``panda``, ``solo12``); ``:floating`` gives it a floating base; ``big`` stands for
+``talos:floating tiago_dual:floating``.  ``--lane-width`` builds the models at that lane width
+(``SYMGEN_LANE_WIDTH``; default: the widest this CPU runs, symgen.codegen.lanes), e.g. 4 to time AVX2 on an
+AVX-512 machine.
 
 For every robot: the same URDF into symgen and Pinocchio, the same random states, a warm-up, then
 ``--rounds`` interleaved rounds; each number is the median over the rounds of the time per call (or per
@@ -56,6 +61,7 @@ floating base, the rotation of the base velocity); Pinocchio's C++ draws its own
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import sys
@@ -67,7 +73,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_common import load_script, parse_robot, robot_parser  # noqa: E402
+from bench_common import BIG_ROBOTS, load_script, parse_robot, robot_parser  # noqa: E402
 
 #: summary rows: (row, c_bench key, pin C++ key, MuJoCo key)
 SUMMARY_ROWS = (("fd", "fd", "aba", "forward"), ("id", "id", "rnea", "inverse"), ("M", "M", "crba", "M"))
@@ -127,7 +133,7 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
                 lambda i: (pin.forwardKinematics(pm, pd, QP[i], V[i]),
                            pin.getFrameVelocity(pm, pd, fid, pin.LOCAL).vector)),
     }
-    out = {"robot": path.stem, "floating": floating, "nq": mb.nq, "nu": mb.nu, "bodies": mb.nb,
+    out = {"robot": path.stem, "floating": floating, "nq": mb.nq, "nu": mb.nu, "bodies": mb.nb, "lanes": mb.lane_width,
            "build_s": build_s, "c_kB": _c_size_kb(path, floating), "rows": {}}
     for name, (py1, batch, pinf) in cases.items():
         samples = {"py1": [], "batch": [], "pin": []}
@@ -217,12 +223,19 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="--c --mujoco --pin-cpp")
     ap.add_argument("--repeats", type=int, default=3,
                     help="run the C sections this many times in turn and take each number's median (default 3)")
+    ap.add_argument("--lane-width", type=int, choices=(2, 4, 8),
+                    help="build the models at this lane width (SYMGEN_LANE_WIDTH; default: the CPU's widest)")
     args = ap.parse_args(argv)
+    args.robots = [r for spec in args.robots for r in (BIG_ROBOTS if spec == "big" else [spec])]
+    if args.lane_width:
+        os.environ["SYMGEN_LANE_WIDTH"] = str(args.lane_width)
     if args.all:
         args.c = args.mujoco = args.pin_cpp = True
     from symgen.pipeline.compile import OPT_FLAGS
 
-    results = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+    from symgen.codegen.lanes import lane_width
+
+    results = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(), "lane_width": lane_width(),
                "python": platform.python_version(), "symgen_flags": list(OPT_FLAGS), "robots": []}
     for spec in args.robots:
         path, floating = parse_robot(spec)
@@ -230,7 +243,8 @@ def main(argv=None) -> int:
         res["spec"] = spec
         results["robots"].append(res)
         print(f"\n{res['robot']} ({'floating' if res['floating'] else 'fixed'} base, nQ={res['nq']}, nU={res['nu']}, "
-              f"{res['bodies']} bodies; build {res['build_s']:.2f} s; {res['c_kB']:.0f} kB of C)")
+              f"{res['bodies']} bodies; build {res['build_s']:.2f} s; {res['c_kB']:.0f} kB of C; "
+              f"batched FD {res['lanes']} state(s) per call)")
         print(f"{'':5} {'symgen py1':>11} {'symgen batch':>13} {'pin py1':>9} {'py1 ratio':>10} {'batch ratio':>12}   (us)")
         for name, m in res["rows"].items():
             print(f"{name:5} {m['py1']:11.2f} {m['batch']:13.2f} {m['pin']:9.2f} {m['ratio_py1']:10.2f} "
