@@ -82,6 +82,8 @@ class ModelSources:
         self._blob = zlib.compress(json.dumps({"files": files, "manifest": keep}).encode(), 6)
 
     def load(self) -> tuple:
+        """The decompressed ``(files, manifest)``: ``{file name: text}`` and the manifest (without ``module``, ``so``,
+        ``singular_hinges``)."""
         data = json.loads(zlib.decompress(self._blob))
         return data["files"], data["manifest"]
 

@@ -380,6 +380,8 @@ stats = {"derived": 0, "disk_hits": 0, "memory_hits": 0}
 
 
 def derivation_key(spec: HingeSpec) -> str:
+    """Cache key of ``spec``'s derivation: a hash of ``spec.key()``, the symgen and sympy versions and the sources
+    of symbolic/spatial.py and hinges/ (editing them re-derives)."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
         _FINGERPRINT = _source_fingerprint()
@@ -425,6 +427,7 @@ def _derived_from_disk(spec: HingeSpec, key: str, use_cache: bool, step) -> dict
 
 
 def clear_memory_cache() -> None:
+    """Forget the derivations held in this process's memory (the disk cache is left as it is)."""
     _MEMORY.clear()
 
 
@@ -469,10 +472,12 @@ class Hinge:
     # ---- identity
     @property
     def hinge_type(self) -> str:
+        """The hinge type's name (``"PIN"``, ``"GIMBAL"``, ...)."""
         return self.spec.hinge_type
 
     @property
     def hinge_type_string(self) -> str:
+        """The hinge type's name, as :attr:`hinge_type` (Karana's ``hingeTypeString``)."""
         return self.spec.hinge_type
 
     @property
@@ -482,18 +487,22 @@ class Hinge:
 
     @property
     def subhinge_types(self) -> tuple:
+        """The subhinge type names, onode -> pnode."""
         return self.spec.subhinge_types
 
     @property
     def n_subhinges(self) -> int:
+        """Number of subhinges."""
         return len(self.spec.subhinges)
 
     @property
     def nq(self) -> int:
+        """Number of generalized coordinates Q (the length of :attr:`q`)."""
         return self.spec.nq
 
     @property
     def nu(self) -> int:
+        """Number of generalized speeds U, the degrees of freedom (the length of :attr:`u`)."""
         return self.spec.nu
 
     def __repr__(self):
@@ -538,6 +547,7 @@ class Hinge:
 
     @property
     def has_sanitize(self) -> bool:
+        """Whether some subhinge's Q needs sanitizing (then :attr:`sanitize_expr` is not None)."""
         return self.spec.has_sanitize
 
     def jacobian(self, offset=None) -> sp.Matrix:

@@ -26,12 +26,16 @@ _ORTHO_TOL = 1e-9
 
 @dataclass(frozen=True)
 class HingeParams:
+    """Karana hinge parameters: ``i2onode_q``, the onode's orientation in the inboard body frame, and ``j2pnode_q``,
+    the pnode's in the outboard body frame (unit quaternions ``(x, y, z, w)``); ``axes``, the 3 x m subhinge axes
+    in the subhinges' own frames, as a tuple of rows (a zero column for a subhinge without an axis)."""
     i2onode_q: tuple
     j2pnode_q: tuple
     axes: tuple  # 3 x m, as a tuple of rows
 
     @property
     def axes_matrix(self) -> np.ndarray:
+        """``axes`` as a 3 x m float array (column k: subhinge k's axis)."""
         return np.array(self.axes, dtype=float).reshape(3, -1)
 
 

@@ -87,10 +87,12 @@ class SubhingeType:
 
     @property
     def pure_rotation(self) -> bool:
+        """Whether the subhinge rotates and never translates (``rotation`` set, ``l_op = 0``)."""
         return self.rotation is not None and not self.translates
 
     @property
     def pure_translation(self) -> bool:
+        """Whether the subhinge translates and never rotates (``R_op = I``, ``l_op`` depends on Q)."""
         return self.rotation is None and self.translates
 
     @cached_property

@@ -48,6 +48,7 @@ class BoundSubhinge:
 
     @property
     def info(self):
+        """The subhinge type's catalogue entry, ``SUBHINGE_TYPES[type]``."""
         return SUBHINGE_TYPES[self.type]
 
     @property
@@ -57,6 +58,8 @@ class BoundSubhinge:
         return (q[0] + self.ref,) if self.ref else tuple(q)
 
     def key(self) -> list:
+        """What the derivation depends on, JSON-ready: type, axis, pitch, the type's fingerprint, and anchor and ref
+        when either is set (one entry of :meth:`HingeSpec.key`)."""
         out = [self.type, self.axis, self.pitch, self.info.fingerprint]
         return out + [self.anchor, self.ref] if (self.anchor is not None or self.ref is not None) else out
 
@@ -75,14 +78,17 @@ class HingeSpec:
 
     @property
     def nq(self) -> int:
+        """Number of generalized coordinates Q (the subhinges' nQ summed)."""
         return sum(s.info.nq for s in self.subhinges)
 
     @property
     def nu(self) -> int:
+        """Number of generalized speeds U, the degrees of freedom (the subhinges' nU summed)."""
         return sum(s.info.nu for s in self.subhinges)
 
     @property
     def subhinge_types(self) -> tuple:
+        """The subhinge type names, onode -> pnode."""
         return tuple(s.type for s in self.subhinges)
 
     @property
@@ -119,12 +125,16 @@ class HingeSpec:
         }, sort_keys=True)
 
     def label(self) -> str:
+        """Display name: ``TYPE(name=value, ...)`` with the parameters as the user gave them."""
         args = ", ".join(f"{k}={v!r}" for k, v in self.bound)
         return f"{self.hinge_type}({args})"
 
 
 @dataclass(frozen=True)
 class HingeType:
+    """One entry of :data:`HINGE_TYPE_TABLE`: ``name``, ``subhinges`` (the subhinge type names, onode -> pnode;
+    None when the binder chooses them, as CUSTOM and SERIAL), a one-line ``summary``, the parameters with their
+    ``defaults``, and ``bind(**params) -> HingeSpec``."""
     name: str
     subhinges: Optional[tuple]          # None for CUSTOM (user list)
     summary: str
@@ -133,6 +143,7 @@ class HingeType:
 
     @property
     def dof(self):
+        """Degrees of freedom (the subhinges' nU summed); None for CUSTOM and SERIAL, whose subhinges are parameters."""
         if self.subhinges is None:
             return None
         return sum(SUBHINGE_TYPES[s].nu for s in self.subhinges)

@@ -29,19 +29,24 @@ class Pose:
 
     @property
     def matrix(self) -> np.ndarray:
+        """The 4x4 homogeneous transform ``[[R, xyz], [0, 1]]``."""
         T = np.eye(4)
         T[:3, :3], T[:3, 3] = np.array(self.R), np.array(self.xyz)
         return T
 
     def inverse(self) -> "Pose":
+        """The inverse pose, ``(R^T, -R^T xyz)``."""
         R = np.array(self.R)
         return Pose(_tup(R.T), tuple(float(x) for x in -R.T @ np.array(self.xyz)))
 
     def is_identity(self) -> bool:
+        """Whether R is exactly the identity and xyz exactly zero (no tolerance)."""
         return np.allclose(self.R, np.eye(3), atol=0, rtol=0) and not any(self.xyz)
 
     @staticmethod
     def from_matrix(T) -> "Pose":
+        """The pose of a 4x4 homogeneous transform: its rotation block and translation column (the last row is not
+        checked)."""
         T = np.asarray(T, dtype=float)
         return Pose(_tup(T[:3, :3]), tuple(float(x) for x in T[:3, 3]))
 
@@ -73,6 +78,7 @@ def rpy_matrix(rpy) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Frame:
+    """A named frame fixed on ``body`` (a body name, or ``"newtonian"``): ``pose`` is its pose in that body's frame."""
     name: str
     body: str
     pose: Pose = Pose()
@@ -122,6 +128,10 @@ class Flex:
 
 @dataclass(frozen=True)
 class Body:
+    """A body and its hinge to ``parent`` (a body name, or ``"newtonian"``): mass properties (``com`` in the body
+    frame, ``inertia`` about the CoM in body axes), the hinge's name, type and parameters, the onode (in the
+    parent's frame) and pnode (in this body's frame) poses; optionally ``armature``, a default Q (``q0`` or
+    ``default_transform``) and ``flex`` (assumed modes)."""
     name: str
     parent: str
     mass: float
@@ -139,9 +149,12 @@ class Body:
 
     @property
     def n_modes(self) -> int:
+        """Number of assumed modes of a flexible body (0 for a rigid one)."""
         return len(self.flex.modes) if self.flex else 0
 
     def hinge_kwargs(self) -> dict:
+        """``hinge_params`` as keyword arguments of ``symgen.hinge(hinge_type, ...)`` (a tuple of tuples, such as
+        ``axes``, becomes a list)."""
         return {k: (list(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else v)
                 for k, v in self.hinge_params}
 
@@ -158,12 +171,16 @@ class LoopConstraint:
     hinge_params: tuple = ()    # (name, value) pairs for symgen.hinge(...), as Body.hinge_params
 
     def hinge_kwargs(self) -> dict:
+        """``hinge_params`` as keyword arguments of ``symgen.hinge(hinge_type, ...)``, as :meth:`Body.hinge_kwargs`."""
         return {k: (list(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else v)
                 for k, v in self.hinge_params}
 
 
 @dataclass
 class Model:
+    """A model description: ``bodies`` (parent before child), named body-fixed ``frames``, loop constraints
+    (``loops``), ``gravity`` in the newtonian frame, the ``source`` it was read from (named in errors) and the
+    loader's ``warnings``."""
     name: str
     bodies: list                            # parent before child
     frames: list = field(default_factory=list)   # named body-fixed frames (beyond the bodies' own)
@@ -177,6 +194,7 @@ class Model:
     mujoco: dict = None
 
     def body(self, name: str) -> Body:
+        """The body named ``name`` (``KeyError`` if there is none)."""
         for b in self.bodies:
             if b.name == name:
                 return b

@@ -72,6 +72,7 @@ class FrameHandle(int):
 
     @property
     def name(self) -> str:
+        """The frame's name."""
         return self._names[self]
 
     def __repr__(self):

@@ -90,6 +90,7 @@ class FrameToFrame:
         return np.concatenate([Jw, Jv], axis=1)
 
     def rel_transform(self, q) -> np.ndarray:
+        """4x4 ``X_op``: the pose of the pframe in the oframe."""
         single, _, _, Rop, lop, *_ = self._data(q)
         T = np.zeros((Rop.shape[0], 4, 4))
         T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = Rop, lop, 1.0
@@ -103,6 +104,8 @@ class FrameToFrame:
         return self._b.unbatch(single, J if oriented else -J)
 
     def rel_sp_vel(self, q, u) -> np.ndarray:
+        """6-vector ``[w; v]``: the pframe's velocity relative to the oframe, observed from and represented in the
+        oframe (``jacobian(q) @ u``)."""
         single, _, U, Rop, lop, Jo, _, Jp, _ = self._data(q, u)
         return self._b.unbatch(single, np.einsum("nij,nj->ni", self._jac(Rop, lop, Jo, Jp), U))
 

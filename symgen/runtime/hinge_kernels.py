@@ -25,6 +25,8 @@ class HingeKernels:
         return f"<symgen.HingeKernels {self.label} kernels={list(self.kernel_names)}>"
 
     def flops(self) -> dict:
+        """``{kernel name: operation count}``: sympy's ``count_ops`` of each kernel's generated statements, for
+        one state."""
         return {k: v["flops"] for k, v in self.manifest["kernels"].items()}
 
     # ---- plumbing
@@ -82,12 +84,15 @@ class HingeKernels:
         return self._call("coord_map", q, out=out)
 
     def oframe_coord_map(self, q, out=None):
+        """6 x nU coord map in oframe axes, ``diag(R_op, R_op) H*_p``."""
         return self._call("oframe_coord_map", q, out=out)
 
     def qdot_map(self, q, out=None):
+        """nQ x nU ``N(Q)``: ``Q_dot = N U``."""
         return self._call("qdot_map", q, out=out)
 
     def coord_map_dot(self, q, u, out=None):
+        """6 x nU time derivative of the pframe coord map along ``Q_dot = N U``."""
         return self._call("coord_map_dot", q, u, out=out)
 
     def bias(self, q, u, out=None):
@@ -95,6 +100,7 @@ class HingeKernels:
         return self._call("bias", q, u, out=out)
 
     def pose_gradient(self, q, out=None):
+        """6 x nU map from U to ``d/dt [log R_op; l_op]`` (``d[log R; l]/dQ N``)."""
         return self._call("pose_gradient", q, out=out)
 
     def ortho_complement(self, q, out=None):

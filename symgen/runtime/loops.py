@@ -258,10 +258,12 @@ class ClosedInverseDynamics(tuple):
 
     @property
     def T(self):
+        """The generalized forces (nU), zero off the actuated hinges."""
         return self[0]
 
     @property
     def lam(self):
+        """The constraint multipliers, ``{loop name: lambda}``."""
         return self[1]
 
 
