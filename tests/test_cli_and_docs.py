@@ -244,17 +244,24 @@ def _subcommands():
     return sub.choices
 
 
-@pytest.mark.parametrize("cmd", [(), *[(c,) for c in ["build", "info", "show", "hinges", "bench"]]])
+COMMANDS = ("build", "info", "show", "hinges", "bench", "sweep", "docs")
+
+
+@pytest.mark.parametrize("cmd", [(), *[(c,) for c in COMMANDS]])
 def test_help(cmd):
     """--help of the program and of every command (the list is checked against the parser's own): status 0,
-    the usage line, every option the parser defines, and the exit statuses."""
-    assert set(_subcommands()) == {"build", "info", "show", "hinges", "bench", "sweep"}
+    the usage line, every option the parser defines, and the exit statuses; the program's --help names every
+    command."""
+    assert set(_subcommands()) == set(COMMANDS)
     out = run(*cmd, "--help")
     assert out.returncode == 0 and out.stdout.startswith("usage: python -m symgen")
     parser = _subcommands()[cmd[0]] if cmd else symgen.cli.make_parser()
     for action in parser._actions:
         for flag in action.option_strings:
             assert flag in out.stdout, flag
+    if not cmd:
+        listed = {line.split()[0] for line in out.stdout.splitlines() if line.startswith("    ") and line.split()}
+        assert set(COMMANDS) <= listed, set(COMMANDS) - listed
     assert "exit status: 0 success, 1 model or build error, 2 usage error." in " ".join(out.stdout.split())
 
 
