@@ -117,3 +117,16 @@ def random_urdf(seed: int, n_links: int = 9) -> str:
     <origin xyz="{xyz[0]} {xyz[1]} {xyz[2]}" rpy="{orpy[0]} {orpy[1]} {orpy[2]}"/>{axis}{limit}
   </joint>''')
     return f'<?xml version="1.0"?>\n<robot name="rand{seed}">\n' + "\n".join(links + joints) + "\n</robot>\n"
+
+
+#: iCub's neck in miniature: a yaw joint (z), then a pitch joint (y) carrying a point mass 0.1 above it; at zero
+#: pitch the mass sits on the yaw axis, so nothing outboard of the yaw joint has inertia about it there (and only
+#: there: the structural check, which asks for a singularity at every configuration, does not fire)
+NECK = ("<robot name='neck'><link name='torso'><inertial><mass value='5'/>"
+        "<inertia ixx='0.1' iyy='0.1' izz='0.1' ixy='0' ixz='0' iyz='0'/></inertial></link>"
+        "<joint name='neck_yaw' type='revolute'><parent link='torso'/><child link='neck'/><origin xyz='0 0 0.3'/>"
+        "<axis xyz='0 0 1'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint><link name='neck'/>"
+        "<joint name='neck_pitch' type='revolute'><parent link='neck'/><child link='head'/><origin xyz='0 0 0'/>"
+        "<axis xyz='0 1 0'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint>"
+        "<link name='head'><inertial><origin xyz='0 0 0.1'/><mass value='1'/>"
+        "<inertia ixx='0' iyy='0' izz='0' ixy='0' ixz='0' iyz='0'/></inertial></link></robot>")

@@ -11,6 +11,7 @@ import pytest
 
 import symgen
 from helpers import assert_close
+from model_factory import NECK
 from symgen.model import ModelError, load_model
 
 pin = pytest.importorskip("pinocchio")
@@ -157,19 +158,6 @@ def test_massless_tip_is_named_at_build_time(massless_tip):
     q = mb.neutral_q()
     with pytest.raises(np.linalg.LinAlgError, match="hinge 'thumb'.*armature"):
         mb.forward_dynamics(q, np.zeros(mb.nu), np.zeros(mb.nu))
-
-
-#: iCub's neck in miniature: a yaw joint (z), then a pitch joint (y) carrying a point mass 0.1 above it; at zero
-#: pitch the mass sits on the yaw axis, so nothing outboard of the yaw joint has inertia about it there (and only
-#: there: the structural check, which asks for a singularity at every configuration, does not fire)
-NECK = ("<robot name='neck'><link name='torso'><inertial><mass value='5'/>"
-        "<inertia ixx='0.1' iyy='0.1' izz='0.1' ixy='0' ixz='0' iyz='0'/></inertial></link>"
-        "<joint name='neck_yaw' type='revolute'><parent link='torso'/><child link='neck'/><origin xyz='0 0 0.3'/>"
-        "<axis xyz='0 0 1'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint><link name='neck'/>"
-        "<joint name='neck_pitch' type='revolute'><parent link='neck'/><child link='head'/><origin xyz='0 0 0'/>"
-        "<axis xyz='0 1 0'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint>"
-        "<link name='head'><inertial><origin xyz='0 0 0.1'/><mass value='1'/>"
-        "<inertia ixx='0' iyy='0' izz='0' ixy='0' ixz='0' iyz='0'/></inertial></link></robot>")
 
 
 def test_configuration_singularity_warns_at_every_build(tmp_path):

@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 import symgen
+from model_factory import NECK
 from symgen import diagnostics
 from symgen.pipeline.compile import stats
 
@@ -223,17 +224,6 @@ def test_a_failed_build_raises_its_own_error_not_a_warning(ignored_urdf):
 
 
 # ---- ill-conditioned and singular hinges ---------------------------------------------------------------------------
-
-#: iCub's neck in miniature (as tests/test_real_robots.py): at zero pitch the head's point mass sits on the yaw axis
-NECK = ("<robot name='neck'><link name='torso'><inertial><mass value='5'/>"
-        "<inertia ixx='0.1' iyy='0.1' izz='0.1' ixy='0' ixz='0' iyz='0'/></inertial></link>"
-        "<joint name='neck_yaw' type='revolute'><parent link='torso'/><child link='neck'/><origin xyz='0 0 0.3'/>"
-        "<axis xyz='0 0 1'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint><link name='neck'/>"
-        "<joint name='neck_pitch' type='revolute'><parent link='neck'/><child link='head'/><origin xyz='0 0 0'/>"
-        "<axis xyz='0 1 0'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint>"
-        "<link name='head'><inertial><origin xyz='0 0 0.1'/><mass value='1'/>"
-        "<inertia ixx='0' iyy='0' izz='0' ixy='0' ixz='0' iyz='0'/></inertial></link></robot>")
-
 
 def test_ill_conditioned_hinge_warns_at_every_build(tmp_path):
     path = tmp_path / "neck.urdf"
