@@ -1,10 +1,23 @@
 """Shared test helpers: the hinge cases, random states, and independent numeric oracles."""
 from __future__ import annotations
 
+import sysconfig
+from pathlib import Path
+
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 import symgen
+
+
+def erd_file(relpath):
+    """A file of example-robot-data (pip; under its cmeel prefix's ``share/example-robot-data/robots/``), or None
+    where the package is not installed."""
+    for base in {sysconfig.get_paths()["data"], sysconfig.get_paths()["purelib"]}:
+        p = Path(base) / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / relpath
+        if p.exists():
+            return p
+    return None
 
 
 def quat_about(axis, degrees):

@@ -9,14 +9,13 @@ differences in theta and the identity ``Y theta = T`` (1e-10); MuJoCo's ``mjd_tr
 """
 from __future__ import annotations
 
-import sysconfig
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import symgen
-from helpers import assert_close
+from helpers import assert_close, erd_file
 from model_factory import random_tree_dict
 from pin_maps import to_pin_q, u_map
 from symgen.codegen.lanes import lane_width
@@ -31,15 +30,6 @@ pin = pytest.importorskip("pinocchio")
 FD_TOL = 1e-6
 
 
-def _erd(relpath):
-    """A URDF of example-robot-data (pip), or None."""
-    for base in {sysconfig.get_paths()["data"], sysconfig.get_paths()["purelib"]}:
-        p = Path(base) / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / relpath
-        if p.exists():
-            return p
-    return None
-
-
 FIXED = ["arm7", "ur5", "panda"]
 ERD = {"ur5": "ur_description/urdf/ur5_robot.urdf", "panda": "panda_description/urdf/panda.urdf"}
 
@@ -47,7 +37,7 @@ ERD = {"ur5": "ur_description/urdf/ur5_robot.urdf", "panda": "panda_description/
 @pytest.fixture(scope="module", params=FIXED)
 def fixed_robot(request, urdf_robots):
     name = request.param
-    path = _erd(ERD[name]) if name in ERD else urdf_robots / f"{name}.urdf"
+    path = erd_file(ERD[name]) if name in ERD else urdf_robots / f"{name}.urdf"
     if path is None:
         pytest.skip("example-robot-data is not installed")
     return symgen.build(str(path)), pin.buildModelFromUrdf(str(path))

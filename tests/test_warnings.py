@@ -14,7 +14,6 @@ import copy
 import pickle
 import subprocess
 import sys
-import sysconfig
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 import yaml
 
 import symgen
+from helpers import erd_file
 from model_factory import NECK
 from symgen import diagnostics
 from symgen.pipeline.compile import stats
@@ -31,12 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _erd(relpath):
-    """A file of example-robot-data (pip, cmeel prefix), or a skip."""
-    for base in {sysconfig.get_paths()["data"], sysconfig.get_paths()["purelib"]}:
-        p = Path(base) / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / relpath
-        if p.exists():
-            return p
-    pytest.skip("example-robot-data is not installed")
+    """A file of example-robot-data, or a skip."""
+    return erd_file(relpath) or pytest.skip("example-robot-data is not installed")
 
 
 def _recorded(fn, *args, **kwargs):
