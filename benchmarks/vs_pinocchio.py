@@ -19,6 +19,8 @@ state for batches).  Rows:
 * ``fd``    forward dynamics   (symgen ATBI         vs ``pin.aba``)
 * ``id``    inverse dynamics   (symgen Newton-Euler vs ``pin.rnea``)
 * ``M``     mass matrix        (symgen CRBA         vs ``pin.crba``)
+* ``cmm``   centroidal momentum matrix A_G and h_G (``mb.centroidal_momentum_matrix``; its batch computes h_G too)
+  vs ``pin.ccrba``
 * ``pose``  one frame pose, the last link (``mb.frame_pose(q, handle)`` vs ``pin.forwardKinematics`` +
   ``pin.updateFramePlacement(...).homogeneous``: Pinocchio's cheapest route to one frame's 4x4)
 * ``poses`` poses of all frames (``mb.frame_poses(q)``, an (n_frames, 4, 4) array vs
@@ -76,7 +78,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_common import BIG_ROBOTS, load_script, parse_robot, robot_parser  # noqa: E402
 
 #: summary rows: (row, c_bench key, pin C++ key, MuJoCo key)
-SUMMARY_ROWS = (("fd", "fd", "aba", "forward"), ("id", "id", "rnea", "inverse"), ("M", "M", "crba", "M"))
+SUMMARY_ROWS = (("fd", "fd", "aba", "forward"), ("id", "id", "rnea", "inverse"), ("M", "M", "crba", "M"),
+                ("cmm", None, "ccrba", None))
 
 
 def _per_call(fn, reps: int) -> float:
@@ -123,6 +126,8 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
                lambda i: pin.rnea(pm, pd, QP[i], V[i], TAU[i])),
         "M": (lambda i: mb.mass_matrix(Q[i]), lambda N: mb.mass_matrix(Q[:N], out=OUT_M[:N]),
               lambda i: pin.crba(pm, pd, QP[i])),
+        "cmm": (lambda i: mb.centroidal_momentum_matrix(Q[i]), lambda N: mb.centroidal_momentum_matrix(Q[:N]),
+                lambda i: pin.ccrba(pm, pd, QP[i], V[i])),
         "pose": (lambda i: mb.frame_pose(Q[i], h), lambda N: mb.frame_pose(Q[:N], h),
                  lambda i: (pin.forwardKinematics(pm, pd, QP[i]), pin.updateFramePlacement(pm, pd, fid).homogeneous)),
         "poses": (lambda i: mb.frame_poses(Q[i]), lambda N: mb.frame_poses(Q[:N]),
@@ -181,9 +186,9 @@ def summary(results: dict) -> dict:
         c, pc, mj = (results.get(k, {}).get(spec) for k in ("c_bench", "pin_cpp", "mujoco"))
         rows = {}
         for row, ck, pk, mk in SUMMARY_ROWS:
-            r = {"symgen_C": c[ck] if c else None, "symgen_batch": res["rows"][row]["batch"],
+            r = {"symgen_C": c.get(ck) if c else None, "symgen_batch": res["rows"][row]["batch"],
                  "symgen_C_batch": c.get(f"{ck}_batch") if c else None,
-                 "pin_cpp": pc[pk] if pc else None, "mujoco": mj[mk] if mj else None,
+                 "pin_cpp": pc.get(pk) if pc else None, "mujoco": mj.get(mk) if mj else None,
                  "mujoco_timed_in": mj["timed_in"] if mj else None}
             peers = [x for x in (r["pin_cpp"], r["mujoco"]) if x is not None]
             r["ratio"] = r["symgen_C"] / min(peers) if peers and r["symgen_C"] is not None else None

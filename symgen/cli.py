@@ -656,7 +656,7 @@ def make_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     pb = sub.add_parser("build", help="generate and compile a model (or the hinge library)", formatter_class=fmt,
-                        description="Build MODEL (.yaml, .yml, .json or .urdf; default: the bundled 7-dof arm "
+                        description="Build MODEL (.yaml, .yml, .json, .urdf or MJCF .xml; default: the bundled 7-dof arm "
                                     "URDF) into OUT/<model>/: C sources, compiled module, manifest.json and an "
                                     "__init__.py, so 'import generated.<model>' works from the folder holding OUT. "
                                     "MODEL 'hinges' generates the C kernels of every hinge type into OUT/hinges/ "
@@ -680,7 +680,7 @@ def make_parser() -> argparse.ArgumentParser:
                         description="Read MODEL (no build) and print its bodies as a tree from newtonian, each with "
                                     "its hinge, Q/U slices and mass, the extra frames on each body, nQ/nU, and the "
                                     "loop constraints.", epilog=EXIT_STATUS)
-    pi.add_argument("target", metavar="MODEL", help="model file (.yaml, .yml, .json, .urdf)")
+    pi.add_argument("target", metavar="MODEL", help="model file (.yaml, .yml, .json, .urdf, MJCF .xml)")
     _add_model_options(pi)
     _add_output_flags(pi)
     pi.set_defaults(func=cmd_info)
@@ -716,7 +716,7 @@ def make_parser() -> argparse.ArgumentParser:
                                     "aba / rnea / crba Python calls beside them when Pinocchio is installed "
                                     "(timed, not compared). For careful numbers see benchmarks/.",
                         epilog=EXIT_STATUS)
-    pn.add_argument("target", metavar="MODEL", help="model file (.yaml, .yml, .json, .urdf)")
+    pn.add_argument("target", metavar="MODEL", help="model file (.yaml, .yml, .json, .urdf, MJCF .xml)")
     pn.add_argument("--n", type=int, default=1000, help="states in the batched call (default: 1000)")
     pn.add_argument("--calls", type=int, default=2000, help="single calls per timing round (default: 2000)")
     pn.add_argument("--no-pinocchio", action="store_true", help="do not time Pinocchio")
@@ -738,7 +738,7 @@ def make_parser() -> argparse.ArgumentParser:
                                     "resumes an interrupted sweep (chunks done are skipped). Needs zarr, and "
                                     "dask[distributed] for a cluster: pip install \"symgen[sweep]\".",
                         epilog=EXIT_STATUS)
-    pw.add_argument("target", metavar="MODEL", help="model file (.yaml, .yml, .json, .urdf)")
+    pw.add_argument("target", metavar="MODEL", help="model file (.yaml, .yml, .json, .urdf, MJCF .xml)")
     pw.add_argument("cases", metavar="CASES", help="cases file (.yaml, .yml, .json): a table or a dispersion spec")
     pw.add_argument("--out", required=True, help="the Zarr store the results go to (a directory, e.g. results.zarr)")
     where = pw.add_mutually_exclusive_group()

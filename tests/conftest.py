@@ -33,6 +33,7 @@ SLOW_FILES = {
 FAST_ONLY = {
     "test_dynamics.py": ["test_dynamics_match_pinocchio[[]arm7-*"],
     "test_model_pinocchio.py": ["*[[]arm7-*"],
+    "test_centroidal.py": ["*[[]arm7-*"],
 }
 #: single slow tests of otherwise fast files ("file::name", fnmatch)
 SLOW_TESTS = [

@@ -130,3 +130,23 @@ NECK = ("<robot name='neck'><link name='torso'><inertial><mass value='5'/>"
         "<axis xyz='0 1 0'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint>"
         "<link name='head'><inertial><origin xyz='0 0 0.1'/><mass value='1'/>"
         "<inertia ixx='0' iyy='0' izz='0' ixy='0' ixz='0' iyz='0'/></inertial></link></robot>")
+
+
+#: every hinge type once, over four small random trees (the derivative functions of a tree compile in a time
+#: that grows faster than its length: four trees of five bodies take a fraction of one of twenty)
+HINGE_GROUPS = [symgen.HINGE_TYPES[i::4] for i in range(4)]
+
+
+def hinge_group_tree(i):
+    """Random tree i of HINGE_GROUPS[i]'s hinge types; trees 1 and 3 with armature on every moving hinge
+    (test_derivatives and test_centroidal build the same models: one build each per session)."""
+    from symgen.hinges import bind
+    from symgen.model import model_from_dict
+
+    d = random_tree_dict(40 + i, types=HINGE_GROUPS[i], name=f"dtree{i}")
+    for k, b in enumerate(d["bodies"]):
+        params = {key: v for key, v in b["hinge"].items() if key not in ("type", "name")}
+        nu = bind(b["hinge"]["type"], **params).nu
+        if nu and i % 2:
+            b["hinge"]["armature"] = [0.01 * (1 + k)] * nu
+    return model_from_dict(d, f"<derivative tree {i}>")

@@ -16,7 +16,7 @@ import pytest
 
 import symgen
 from helpers import assert_close, erd_file
-from model_factory import random_tree_dict
+from model_factory import hinge_group_tree
 from pin_maps import to_pin_q, u_map
 from symgen.codegen.lanes import lane_width
 
@@ -99,24 +99,7 @@ def _central(mb, f, q, u, x, h=1e-6):
     return dq, du, dx
 
 
-#: every hinge type once, over four small random trees (the derivative functions of a tree compile in a time
-#: that grows faster than its length: four trees of five bodies take a fraction of one of twenty)
-GROUPS = [symgen.HINGE_TYPES[i::4] for i in range(4)]
 TREES = ["quadruped-floating"] + [f"hinges{i}" for i in range(4)]
-
-
-def _small_tree(i):
-    """Random tree i of GROUPS[i]'s hinge types; trees 1 and 3 with armature on every moving hinge."""
-    from symgen.hinges import bind
-    from symgen.model import model_from_dict
-
-    d = random_tree_dict(40 + i, types=GROUPS[i], name=f"dtree{i}")
-    for k, b in enumerate(d["bodies"]):
-        params = {key: v for key, v in b["hinge"].items() if key not in ("type", "name")}
-        nu = bind(b["hinge"]["type"], **params).nu
-        if nu and i % 2:
-            b["hinge"]["armature"] = [0.01 * (1 + k)] * nu
-    return model_from_dict(d, f"<derivative tree {i}>")
 
 
 @pytest.fixture(scope="module", params=TREES)
@@ -124,7 +107,7 @@ def tree(request, urdf_robots):
     name = request.param
     if name == "quadruped-floating":
         return symgen.build(str(ROOT / "examples" / "models" / "quadruped.urdf"), floating_base=True)
-    return build_model(_small_tree(int(name[-1])))
+    return build_model(hinge_group_tree(int(name[-1])))
 
 
 def _f_ext(mb, rng):
@@ -338,7 +321,7 @@ def test_lane_batch_derivatives_are_there():
     from symgen.pipeline.sources import cached_model_sources
 
     models = [load_model(ROOT / "examples" / "models" / "quadruped.urdf", floating_base=True),
-              load_model(ROOT / "examples" / "models" / "arm7.urdf")] + [_small_tree(i) for i in range(4)]
+              load_model(ROOT / "examples" / "models" / "arm7.urdf")] + [hinge_group_tree(i) for i in range(4)]
     for model in models:
         c = cached_model_sources(model, derivatives=True)[0][f"{model.name}.c"]
         for kind in ("fd", "id"):

@@ -1,4 +1,4 @@
-// Pinocchio C++ timing: aba, rnea, crba, computeABADerivatives, computeRNEADerivatives on a model built by models.hpp (written by run.py).
+// Pinocchio C++ timing: aba, rnea, crba, computeABADerivatives, computeRNEADerivatives, ccrba on a model built by models.hpp (written by run.py).
 // Usage: pin_bench ROBOT [N=10000] [ROUNDS=7]; ROBOT is a robot spec known to models.hpp's build_model().
 // Prints "<algorithm> <median> <min>" in microseconds per call over ROUNDS rounds of N random states
 // (pinocchio::randomConfiguration in [-2, 2], v and tau uniform in [-1, 1]), after one warm-up pass.
@@ -8,6 +8,7 @@
 #include <pinocchio/algorithm/crba.hpp>
 #include <pinocchio/algorithm/aba-derivatives.hpp>
 #include <pinocchio/algorithm/rnea-derivatives.hpp>
+#include <pinocchio/algorithm/centroidal.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <algorithm>
 #include <chrono>
@@ -37,7 +38,7 @@ int main(int argc, char **argv) {
     q[i] = pinocchio::randomConfiguration(model, lo, hi);
     v[i] = Eigen::VectorXd::Random(model.nv); tau[i] = Eigen::VectorXd::Random(model.nv);
   }
-  const char *names[5] = {"aba", "rnea", "crba", "aba_derivatives", "rnea_derivatives"};
+  const char *names[6] = {"aba", "rnea", "crba", "aba_derivatives", "rnea_derivatives", "ccrba"};
   auto pass = [&](int a) {
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < N; ++i) {
@@ -45,12 +46,13 @@ int main(int argc, char **argv) {
       else if (a == 1) pinocchio::rnea(model, data, q[i], v[i], tau[i]);
       else if (a == 2) pinocchio::crba(model, data, q[i]);
       else if (a == 3) pinocchio::computeABADerivatives(model, data, q[i], v[i], tau[i]);
-      else pinocchio::computeRNEADerivatives(model, data, q[i], v[i], tau[i]);
+      else if (a == 4) pinocchio::computeRNEADerivatives(model, data, q[i], v[i], tau[i]);
+      else pinocchio::ccrba(model, data, q[i], v[i]);
     }
     auto t1 = std::chrono::steady_clock::now();
     return std::chrono::duration<double, std::micro>(t1 - t0).count() / N;
   };
-  for (int a = 0; a < 5; ++a) {
+  for (int a = 0; a < 6; ++a) {
     pass(a);  // warm-up
     std::vector<double> per;
     for (int r = 0; r < rounds; ++r) per.push_back(pass(a));

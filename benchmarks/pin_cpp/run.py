@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from bench_common import COPIES, DEFAULT_ROBOTS, parse_robot, report, robot_parser, run_copies, slug  # noqa: E402
 
-ALGORITHMS = ("aba", "rnea", "crba", "aba_derivatives", "rnea_derivatives")
+ALGORITHMS = ("aba", "rnea", "crba", "aba_derivatives", "rnea_derivatives", "ccrba")
 SUPPORTED = {"JointModelRX", "JointModelRY", "JointModelRZ", "JointModelRUBX", "JointModelRUBY", "JointModelRUBZ",
              "JointModelPX", "JointModelPY", "JointModelPZ", "JointModelFreeFlyer"}
 

@@ -739,12 +739,12 @@ def rnea_base(T, b: BodyInfo, K, alpha_parent, udot, f_ext):
     return alpha, f
 
 
-def rnea_tip(T, b: BodyInfo, K, f, f_children, udot):
+def rnea_tip(T, b: BodyInfo, K, f, f_children, udot, push_root=False):
     """Newton-Euler tip to base at body b: f += sum phi f_child;  T = H^T f + A Udot.  Returns (T, push):
-    push = phi f for the parent, None at a root."""
+    push = phi f for the parent; at a root None, or with ``push_root`` phi f in the newtonian frame."""
     f = [T.name(x, f"f{b.tag}_{i}") for i, x in enumerate(_accumulate(T, f, f_children))]
     tau = [T.dot([(b.arm(c), udot[c])], _dot(T, K["H"][c], f)) for c in range(b.nu)]
-    return tau, None if b.root else phi(T, K["R"], K["l"], f)
+    return tau, None if b.root and not push_root else phi(T, K["R"], K["l"], f)
 
 
 def rnea(T: Tape, bodies, n_u: int, io):
@@ -756,9 +756,10 @@ def rnea(T: Tape, bodies, n_u: int, io):
         T.store(io.out(i), x)
 
 
-def newton_euler(T, bodies, kin, udot, io) -> list:
+def newton_euler(T, bodies, kin, udot, io, world=None) -> list:
     """T (nU) from the kinematics ``kin`` (:func:`velocities`) and Udot: :func:`rnea_base` base to tip,
-    :func:`rnea_tip` tip to base."""
+    :func:`rnea_tip` tip to base.  ``world``: a list that gets each root's f in the newtonian frame (about
+    its origin): what the whole subtree's motion takes."""
     T.comment("base to tip: alpha = phi^T alpha_parent + H Udot + a;  f = M alpha + b - f_ext")
     alpha, f, g0 = [None] * len(bodies), [None] * len(bodies), gravity_acceleration(T, io.gravity(T))
     fc, out = [[] for _ in bodies], [0.0] * n_of(bodies)
@@ -771,9 +772,11 @@ def newton_euler(T, bodies, kin, udot, io) -> list:
             fc[b.k].append(ff)
     T.comment("tip to base: f_parent += phi f;  T = H^T f")
     for b in reversed(bodies):
-        tau, push = rnea_tip(T, b, kin[b.k], f[b.k], fc[b.k], udot[b.u0:b.u0 + b.nu])
+        tau, push = rnea_tip(T, b, kin[b.k], f[b.k], fc[b.k], udot[b.u0:b.u0 + b.nu], world is not None)
         out[b.u0:b.u0 + b.nu] = tau
-        if push:
+        if push and b.root:
+            world.append(push)
+        elif push:
             fc[b.parent].append(push)
     return out
 
@@ -865,11 +868,12 @@ def rigid_apply(T, m, h, J, s):
              for i in range(3)])
 
 
-def crba_composite(T, b: BodyInfo, K, Ic_children):
+def crba_composite(T, b: BodyInfo, K, Ic_children, own=True):
     """Composite inertia tip to base at body b, kept rigid: (m, h, J)c = (m, h, J) + sum over the children
-    of phi (m, h, J)c phi^T.  Returns (Ic, push): push = phi Ic phi^T for the parent, None at a root."""
+    of phi (m, h, J)c phi^T (``own=False``: the children's only).  Returns (Ic, push): push = phi Ic phi^T for
+    the parent, None at a root."""
     t = b.tag
-    m, h, J = rigid_parts(b.M)
+    m, h, J = rigid_parts(b.M) if own else (0.0, [0.0] * 3, [[0.0] * 3 for _ in range(3)])
     m = T.dot([(1.0, c[0]) for c in Ic_children], m)
     h = [T.name(T.dot([(1.0, c[1][i]) for c in Ic_children], h[i]), f"hc{t}_{i}") for i in range(3)]
     J = [[T.dot([(1.0, c[2][i][j]) for c in Ic_children], J[i][j]) for j in range(3)] for i in range(3)]
@@ -965,3 +969,125 @@ def crba(T: Tape, bodies, n_u: int, io):
             for c in range(n_u):
                 if (r, c) not in done:
                     T.store(io.out(r * n_u + c), 0.0)
+
+
+# ---- centroidal momentum ------------------------------------------------------------------------------
+
+def compose(T, R0, l0, R, l):
+    """The pose (R0 R, l0 + R0 l) of X_0b = X_0p X_pb."""
+    return _mat3(T, R0, R), [T.dot(list(zip(R0[3 * i:3 * i + 3], l)), l0[i]) for i in range(3)]
+
+
+def shift(T, c, f):
+    """A force about the newtonian origin moved to the point c (world axes): N_c = N - c x F."""
+    return [T.add(n, T.neg(x)) for n, x in zip(f[:3], _cross(T, c, f[3:]))] + f[3:]
+
+
+class _NoLoads:
+    """The io of a Newton-Euler pass without gravity and without external forces (the momentum's own rate)."""
+
+    def __init__(self, io):
+        self.io = io
+
+    def gravity(self, T):
+        return [0.0] * 3
+
+    def f_ext(self, T, k):
+        return [0.0] * 6
+
+
+def grounded(bodies) -> set:
+    """The bodies welded to the newtonian frame: a root without U or modes, and the same below it (a fixed-base
+    URDF's root link).  They never move: the centroidal functions count them as the ground, as Pinocchio counts
+    its universe's inertia (``ccrba``, ``centerOfMass``)."""
+    out = set()
+    for b in bodies:
+        if not b.nu and not b.flex and (b.root or b.parent in out):
+            out.add(b.k)
+    return out
+
+
+def composite_inertias(T, bodies, kin):
+    """(m, h, J)c of every body, tip to base (:func:`crba_composite`; a flexible body's nodes at their deformed
+    positions as a child with X = I; the :func:`grounded` bodies' own inertia left out)."""
+    ground = grounded(bodies)
+    Ic, acc = [None] * len(bodies), [[] for _ in bodies]
+    for b in reversed(bodies):
+        if b.flex:
+            Mk = kin[b.k].get("modal") or modal_inertia(T, b)
+            kin[b.k]["modal"] = Mk
+            acc[b.k].append((Mk["m"], Mk["h"], Mk["J"]))
+        Ic[b.k], push = crba_composite(T, b, kin[b.k], acc[b.k], own=b.k not in ground)
+        if push:
+            acc[b.parent].append(push)
+    return Ic
+
+
+def centre_of_mass(T, bodies, kin, Ic):
+    """(m, c): the moving mass and its centre in the newtonian frame, from the roots' composite inertias (a
+    root's X_pb is its pose in the newtonian frame); c = 0 for a model without moving mass."""
+    m, h = [], [[] for _ in range(3)]
+    for b in bodies:
+        if b.root:
+            mb, hb, _ = Ic[b.k]
+            m.append((1.0, mb))
+            for i, x in enumerate(_dot(T, kin[b.k]["R"][3 * i:3 * i + 3], hb) for i in range(3)):
+                h[i] += [(1.0, x), (mb, kin[b.k]["l"][i])]
+    m = T.dot(m)
+    if isinstance(m, float) and m == 0.0:
+        return m, [0.0] * 3
+    return m, [T.name(T.div(T.dot(x), m), f"com_{i}") for i, x in enumerate(h)]
+
+
+def centroidal_momentum_matrix(T: Tape, bodies, n_u: int, io):
+    """The centroidal momentum matrix A_G (6 x nU, rows [angular; linear], about the centre of mass c, world
+    axes; Orin and Goswami's CMM), h_G = A_G U and c:  out = [A_G row-major, h_G (6), c (3)]; the
+    :func:`grounded` bodies are the ground.  Composite
+    inertias tip to base (:func:`crba_composite`, as M's); each body's columns F = Ic H carried to the
+    newtonian frame (its world pose) and to c:  A_G[:, b] = shift(c, phi(X_0b) Ic_b H_b)."""
+    u = io.u(T)
+    T.comment("kinematics base to tip: X_pb, H, world poses X_0b")
+    kin, world = [], []
+    for b in bodies:
+        R, l, H, _ = joint(T, b)
+        kin.append({"R": R, "l": l, "H": H})
+        world.append((R, l) if b.root else compose(T, *world[b.parent], R, l))
+    T.comment("composite inertias tip to base: (m, h, J)c = (m, h, J) + sum phi (m, h, J)c_child phi^T")
+    Ic = composite_inertias(T, bodies, kin)
+    T.comment("mass and centre of mass c from the roots' composite inertias")
+    _, c = centre_of_mass(T, bodies, kin, Ic)
+    T.comment("columns: A_G[:, k] = shift(c, phi(X_0b) Ic H)  (the modes': shift(c, phi(X_0b) M_Ve))")
+    cols = [None] * n_u
+    for b in bodies:
+        F = [rigid_apply(T, *Ic[b.k], h) for h in kin[b.k]["H"]]
+        for j, f in enumerate(F):
+            cols[b.u0 + j] = shift(T, c, phi(T, *world[b.k], f))
+        if b.flex:
+            for j, f in enumerate(kin[b.k]["modal"]["MVe"]):
+                cols[b.flex.u0 + j] = shift(T, c, phi(T, *world[b.k], f))
+    for j, col in enumerate(cols):
+        for i, x in enumerate(col):
+            T.store(io.out(i * n_u + j), x)
+    T.comment("h_G = A_G U")
+    for i in range(6):
+        T.store(io.out(6 * n_u + i), T.dot([(col[i], x) for col, x in zip(cols, u)]))
+    for i in range(3):
+        T.store(io.out(6 * n_u + 6 + i), c[i])
+
+
+def centroidal_dynamics(T: Tape, bodies, n_u: int, io):
+    """The rate of the centroidal momentum, hdot_G = A_G Udot + Adot_G U (6, [angular; linear], about the centre
+    of mass, world axes), Udot in p as inverse dynamics reads it: Newton-Euler (:func:`newton_euler`) without
+    gravity and external forces gives each root's f, the net force its subtree's motion takes; their sum in
+    the newtonian frame, moved to c (d/dt h_G = the net force about c, since cdot x m cdot = 0)."""
+    u, udot = io.u(T), io.tau(T)
+    T.comment("kinematics base to tip: X_pb, H, V, a (Coriolis), b (gyroscopic)")
+    kin = velocities(T, bodies, u)
+    world = []
+    newton_euler(T, bodies, kin, udot, _NoLoads(io), world)
+    T.comment("mass and centre of mass c")
+    _, c = centre_of_mass(T, bodies, kin, composite_inertias(T, bodies, kin))
+    T.comment("hdot_G = shift(c, sum of the roots' f in the newtonian frame)")
+    total = [T.dot([(1.0, f[i]) for f in world]) for i in range(6)]
+    for i, x in enumerate(shift(T, c, total)):
+        T.store(io.out(i), x)

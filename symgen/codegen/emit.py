@@ -27,7 +27,7 @@ from sympy.printing.c import C99CodePrinter
 
 from ..hinges.derive import NEEDS_U, Hinge
 from ..symbolic.spatial import stumpff
-from ..abi.layout import ALL_DERIVATIVE_PARTS, DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS, MATS_PART
+from ..abi.layout import ALL_DERIVATIVE_PARTS, CENTROIDAL_PART, DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS, MATS_PART
 from .plan import model_batches
 from .lanes import lane_width
 
@@ -803,6 +803,14 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             lanes[k]["part"] = 4 + i if len(lanes[k]["lines"]) >= soa.LANE_SPLIT_MIN_LINES else parts[k]
             if lanes[k]["part"]:
                 part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + len(lanes[k]["lines"])
+    # the centroidal functions and their lane forms: one translation unit of their own when they are long
+    centroidal = traced["cm"] + traced["cd"] + [x for k in ("cm", "cd") if lanes[k] for x in lanes[k]["lines"]]
+    parts["centroidal"] = CENTROIDAL_PART if long_(centroidal) else 0
+    for k in ("cm", "cd"):
+        if lanes[k]:
+            lanes[k]["part"] = parts["centroidal"]
+    if parts["centroidal"]:
+        part_lines[CENTROIDAL_PART] = len(centroidal)
     # the per-kind form is only atbi_matrices' (and upsilon's) when FD, ID and M are straight-line: then it is a
     # translation unit of its own, compiled beside part 0 (which keeps a copy of the topology tables it reads)
     mats_part = MATS_PART if per_kind.functions and all(traced[k] for k in ("fd", "id", "mm")) else 0
@@ -828,6 +836,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "derivs_asked": bool(derivatives), "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
+            "cm_lines": traced["cm"], "cd_lines": traced["cd"],
             "upsilon_lines": drivers["upsilon"],
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices", "upsilon"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size, "mats_part": mats_part,
@@ -991,8 +1000,6 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
     from ..algorithms import soa
 
     none = {"fd": None, "id": None, "mm": None}
-    if not straight:
-        return {**none, "tapes": dict(none)}
     io = soa.ArrayIO(L)
     tapes = dict(none)
 
@@ -1003,13 +1010,17 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
         tapes[key] = kept[0]
         return lines
 
+    # the centroidal functions are O(n) in every model (no ancestor walk): straight-line whatever the size
+    centroidal = {"cm": trace("cm", soa.centroidal_momentum_matrix), "cd": trace("cd", soa.centroidal_dynamics)}
+    if not straight:
+        return {**none, **centroidal, "tapes": {**tapes, **none}}
     fd = trace("fd", soa.atbi)
     short = len(fd) <= soa.STRAIGHT_LINE_LIMIT
     if not short:
         tapes["fd"] = None
     unroll_crba = soa.crba_steps(bodies) <= soa.CRBA_UNROLL_LIMIT
     return {"fd": fd if short else None, "id": trace("id", soa.rnea) if short else None,
-            "mm": trace("mm", soa.crba) if unroll_crba else None, "tapes": tapes}
+            "mm": trace("mm", soa.crba) if unroll_crba else None, **centroidal, "tapes": tapes}
 
 
 def _kernel_arrays(T, bodies):
@@ -1220,5 +1231,7 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, 
     parents = [b.parent for b in bodies]
     branched = len(set(parents)) < len(parents)     # a branched tree's M: slower per lane than one state at a time
     kinds = {"fd": lane("fd", L.params.size, L.nu, p_lanes=True), "id": lane("id", L.params.size, L.nu),
-             "mm": None if branched else lane("mm", L.params.size if L.theta_blocks else 0, L.nu * L.nu)}
+             "mm": None if branched else lane("mm", L.params.size if L.theta_blocks else 0, L.nu * L.nu),
+             "cm": lane("cm", L.params.size if L.theta_blocks else 0, 6 * L.nu + 9),
+             "cd": lane("cd", L.params.size, 6)}
     return {"width": width, **kinds, "sincos": any(f and f["sincos"] for f in kinds.values())}

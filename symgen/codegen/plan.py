@@ -1,6 +1,6 @@
 """Records of the C the model printer writes, between the traced algorithms and the templates.
 
-The model's batched entry points are the same loop sixteen times over: call the one-state function once per
+The model's batched entry points are the same loop nineteen times over: call the one-state function once per
 state, each argument either advanced by its own stride or shared by every state, with a status to pass on and,
 for FD, ID, M and the derivatives, the lane form running full blocks of SG_W states first.  A :class:`CBatch` says that once per
 entry point, as data; :func:`model_batches` lists them from the model's sizes (symgen.abi.layout), and the
@@ -98,6 +98,10 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
                CLanes("id", p_tree.per_state, nu) if lanes.get("id") else None),
         CBatch("mass_matrix", (q, u, mm_p, out(nu * nu)), 0,
                CLanes("mm", mm_p.per_state, nu * nu) if lanes.get("mm") else None),
+        CBatch("centroidal_momentum_matrix", (q, u, mm_p, out(6 * nu + 9)), 0,
+               CLanes("cm", mm_p.per_state, 6 * nu + 9) if lanes.get("cm") else None),
+        CBatch("centroidal_dynamics", (q, u, p_tree, out(6)), 0,
+               CLanes("cd", p_tree.per_state, 6) if lanes.get("cd") else None),
         *[CBatch(f"{k}_derivatives", (q, u, p_tree, CArg("tangent", ctype="int"), out(nu * (nq + 2 * nu))), status,
                  CLanes(f"{k}_derivatives", p_tree.per_state, nu * (nq + 2 * nu), "int s = ",
                         f"if (s) return (int)(i * {status} + s);", ", tangent", "!defined(SG_NO_DERIVATIVES)")

@@ -438,6 +438,45 @@ class MultibodyModel:
         b.check_status(status, "minv_times", Q)
         return b.unbatch(single, out)
 
+    def _centroidal(self, q, u, params):
+        """[A_G, h_G, c] of every state: (single, (N, 6 nU + 9))."""
+        b, nu = self.binding, self.nu
+        single, Q, U = b.states(q, u)
+        P = b.p(Q.shape[0], np.zeros(nu), None, None, params) if self.layout.theta_blocks or params else None
+        res, _ = b.call_batch("centroidal_momentum_matrix", Q, U, P, 6 * nu + 9)
+        return single, res
+
+    def centroidal_momentum_matrix(self, q, params=None) -> np.ndarray:
+        """The centroidal momentum matrix A_G (6 x nU; (N, 6, nU) for a batch): h_G = A_G U is the spatial
+        momentum of the whole model about its centre of mass, rows ``[angular; linear]`` like every symgen
+        spatial vector, in world (newtonian) axes.  Pinocchio's ``ccrba`` gives the same matrix with the rows
+        ``[linear; angular]`` (and U ordered as its v).  ``params`` as in :meth:`forward_dynamics`."""
+        single, res = self._centroidal(q, None, params)
+        return self.binding.unbatch(single, res[:, :6 * self.nu].reshape(-1, 6, self.nu))
+
+    def centroidal_momentum(self, q, u, params=None) -> np.ndarray:
+        """h_G = A_G(Q) U (6; (N, 6) for a batch): the model's spatial momentum ``[angular; linear]`` about its
+        centre of mass, world axes (Pinocchio's ``computeCentroidalMomentum`` with the halves swapped)."""
+        single, res = self._centroidal(q, u, params)
+        return self.binding.unbatch(single, res[:, 6 * self.nu:6 * self.nu + 6])
+
+    def center_of_mass(self, q, params=None) -> np.ndarray:
+        """The model's centre of mass in the newtonian frame (3; (N, 3) for a batch); Pinocchio's
+        ``centerOfMass``."""
+        single, res = self._centroidal(q, None, params)
+        return self.binding.unbatch(single, res[:, 6 * self.nu + 6:])
+
+    def centroidal_dynamics(self, q, u, udot, params=None) -> np.ndarray:
+        """The rate of the centroidal momentum, hdot_G = A_G Udot + Adot_G U (6; (N, 6) for a batch), about
+        the (moving) centre of mass, world axes, ``[angular; linear]``: the net external wrench about the centre
+        of mass that this motion takes, gravity not included (``centroidal_dynamics(q, u, 0)`` is the bias
+        Adot_G U).  Pinocchio's ``computeCentroidalMomentumTimeVariation`` with the halves swapped."""
+        b = self.binding
+        single, Q, U = b.states(q, u)
+        _, _, A = b.states(q, udot)
+        res, _ = b.call_batch("centroidal_dynamics", Q, U, b.p(Q.shape[0], A, None, None, params), 6)
+        return b.unbatch(single, res)
+
     def _no_modes(self, verb):
         """The ATBI introspection (atbi_matrices, its filter vectors, Upsilon) runs on the per-kind steps, which
         know no modes: refused on a model with flexible bodies."""
