@@ -20,44 +20,30 @@ def _pose(rng, scale=0.4):
     return {"xyz": rng.uniform(-scale, scale, 3).tolist(), "rpy": rng.uniform(-np.pi, np.pi, 3).tolist()}
 
 
-#: random_tree_dict(7) rounded, with CUSTOM (SPHERICAL, LINEAR): the bundled example that test_lanes and
-#: test_per_kind_form build anyway, so the tests take it for the tree of seed 7 without armature (no compile of its own)
+#: random_tree_dict(7) rounded, with CUSTOM (SPHERICAL, LINEAR): the bundled example with every hinge type in one
+#: tree (60 U), which test_dynamics, test_lanes, test_per_kind_form, test_load_checks and test_model_kinematics build
+#: (one compile per form and session)
 ALL_HINGES = Path(__file__).resolve().parents[1] / "examples" / "models" / "all_hinges.yaml"
 
-
-def tree_model(seed: int):
-    """The random tree of every hinge type that several test files build (one compile per session, shared
-    through the build cache): :func:`tree_dict` ``(seed)`` (seed 3; seed 7 is :data:`ALL_HINGES` and, with
-    armature, :func:`armature_tree_model`)."""
-    from symgen.model import model_from_dict
-
-    return model_from_dict(tree_dict(seed), f"<tree {seed}>")
+#: the random trees of the identity tests: every hinge type in one tree (all_hinges) and in four small ones, two
+#: with armature on every hinge that moves (:func:`hinge_group_tree`; test_derivatives and test_centroidal build
+#: the same four).  Small trees compile in a fraction of a big one's time (a C compiler's time grows faster than
+#: a function's length): they used to be two more 60-U trees (seeds 3 and 7 with armature), 250 s of the suite
+COVERAGE_TREES = ("all_hinges", "hinges1", "hinges3")
 
 
-def armature_tree_model():
-    """The random tree of seed 7 (:func:`tree_dict`: CUSTOM LINEAR-PIN-LINEAR) with armature (rotor inertia) on
-    every hinge that moves, 0.01 (1 + i) per U of the i-th body: what test_dynamics, test_lanes, test_load_checks
-    and test_per_kind_form (both forms) build as their tree 7 (one compile per form and session)."""
-    from symgen.hinges import bind
-    from symgen.model import model_from_dict
+def coverage_tree(name: str):
+    """The model of a :data:`COVERAGE_TREES` name (or ``hinges0`` .. ``hinges3``), for ``build_model``."""
+    from symgen.model import load_model
 
-    d = tree_dict(7, name="armature_tree7")
-    for i, b in enumerate(d["bodies"]):
-        params = {k: v for k, v in b["hinge"].items() if k not in ("type", "name")}
-        nu = bind(b["hinge"]["type"], **params).nu
-        if nu:
-            b["hinge"]["armature"] = [0.01 * (1 + i)] * nu
-    return model_from_dict(d, "<armature tree 7>")
+    return load_model(ALL_HINGES) if name == "all_hinges" else hinge_group_tree(int(name[len("hinges"):]))
 
 
-def tree_dict(seed: int, name=None) -> dict:
-    """The document of :func:`tree_model`: random_tree_dict(seed) with CUSTOM's subhinges fixed per seed (3 or 7)."""
-    custom = {3: ["SPHERICAL", "LINEAR"], 7: ["LINEAR", "PIN", "LINEAR"]}[seed]
-    d = random_tree_dict(seed, name=name)
-    for b in d["bodies"]:
-        if b["hinge"]["type"] == "CUSTOM":
-            b["hinge"]["subhinges"] = custom
-    return d
+def build_coverage_tree(name: str, form: str = "auto"):
+    """The built model of a :data:`COVERAGE_TREES` name (all_hinges as every file builds the example: by its path)."""
+    from symgen.pipeline.package import build_model
+
+    return symgen.build(ALL_HINGES, form=form) if name == "all_hinges" else build_model(coverage_tree(name), form=form)
 
 
 def random_tree_dict(seed: int, types=None, name=None) -> dict:
@@ -138,13 +124,16 @@ HINGE_GROUPS = [symgen.HINGE_TYPES[i::4] for i in range(4)]
 
 
 def hinge_group_tree(i):
-    """Random tree i of HINGE_GROUPS[i]'s hinge types; trees 1 and 3 with armature on every moving hinge
-    (test_derivatives and test_centroidal build the same models: one build each per session)."""
+    """Random tree i of HINGE_GROUPS[i]'s hinge types; trees 1 and 3 with armature on every moving hinge, CUSTOM
+    as (LINEAR, PIN, LINEAR) (test_derivatives, test_centroidal and the :data:`COVERAGE_TREES` tests build the same
+    models: one build each per session)."""
     from symgen.hinges import bind
     from symgen.model import model_from_dict
 
     d = random_tree_dict(40 + i, types=HINGE_GROUPS[i], name=f"dtree{i}")
     for k, b in enumerate(d["bodies"]):
+        if b["hinge"]["type"] == "CUSTOM":        # all_hinges has (SPHERICAL, LINEAR)
+            b["hinge"]["subhinges"] = ["LINEAR", "PIN", "LINEAR"]
         params = {key: v for key, v in b["hinge"].items() if key not in ("type", "name")}
         nu = bind(b["hinge"]["type"], **params).nu
         if nu and i % 2:

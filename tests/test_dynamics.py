@@ -14,7 +14,7 @@ import pytest
 
 import symgen
 from helpers import assert_close
-from model_factory import ALL_HINGES, armature_tree_model, random_urdf, tree_model
+from model_factory import COVERAGE_TREES, build_coverage_tree, coverage_tree, random_urdf
 from pin_maps import to_pin_q, u_map
 from symgen.model import model_from_dict
 from symgen.pipeline.package import build_model
@@ -78,19 +78,12 @@ def test_dynamics_match_pinocchio(robot, gravity):
 # identities on random trees with every hinge type
 # ------------------------------------------------------------------------------------------------
 
-def _tree_model(seed):
-    return tree_model(seed)
-
-
-@pytest.fixture(scope="module", params=[3, "armature7", "all_hinges"], ids=["tree3", "armature_tree7", "all_hinges"])
+@pytest.fixture(scope="module", params=COVERAGE_TREES)
 def tree(request):
-    """The random trees of every hinge type of model_factory, each built once per session: tree 3, tree 7 with
-    armature on every moving hinge (CUSTOM LINEAR-PIN-LINEAR) and tree 7 rounded, without armature (the
-    all_hinges example, CUSTOM SPHERICAL-LINEAR)."""
-    if request.param == "all_hinges":
-        return symgen.build(ALL_HINGES)
-    mb = build_model(armature_tree_model() if request.param == "armature7" else _tree_model(request.param))
-    mb.seed = request.param
+    """The random trees of model_factory.COVERAGE_TREES, each built once per session: every hinge type in one tree
+    (the all_hinges example) and in two small trees with armature on every moving hinge."""
+    mb = build_coverage_tree(request.param)
+    mb.tree_name = request.param
     return mb
 
 
@@ -224,7 +217,7 @@ def test_batched_dynamics_equal_single(tree):
         np.testing.assert_array_equal(M[i], tree.mass_matrix(Q[i]))
 
 
-@pytest.mark.parametrize("tree", [3], indirect=True, ids=["tree3"])  # one tree: test_per_kind_form has tree 7 too
+@pytest.mark.parametrize("tree", ["hinges1"], indirect=True)  # one tree: test_per_kind_form has all of them
 def test_per_kind_form_for_large_models_equals_straight_line(tree, monkeypatch):
     """Above symgen.algorithms.soa's size limits the dynamics take the per-kind form (symgen.codegen.perkind) instead of
     straight-line code; both forms give the same numbers: the same equations in another order, so ID and M to 1e-12
@@ -234,7 +227,7 @@ def test_per_kind_form_for_large_models_equals_straight_line(tree, monkeypatch):
 
     monkeypatch.setattr(soa, "STRAIGHT_LINE_LIMIT", 0)
     monkeypatch.setattr(soa, "CRBA_UNROLL_LIMIT", 0)
-    model = _tree_model(tree.seed)
+    model = coverage_tree(tree.tree_name)
     files, manifest = cached_model_sources(model)
     c = files[f"{manifest['name']}.c"]
     name = manifest["name"]

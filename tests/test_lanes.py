@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import symgen
-from model_factory import armature_tree_model, tree_model
+from model_factory import build_coverage_tree
 from symgen.codegen.lanes import lane_width
 
 W = lane_width()   # the lane width of the models this run builds (8 on AVX-512, 4 on AVX2, 2 elsewhere)
@@ -25,14 +25,12 @@ EXAMPLES = sorted(p for p in (ROOT / "examples" / "models").iterdir() if p.suffi
 SIZES = (1, W - 1, W, W + 3, 3 * W + 1)
 
 
-@pytest.fixture(scope="module", params=[p.name for p in EXAMPLES] + ["quadruped.urdf:floating", "tree3", "armature_tree7"])
+@pytest.fixture(scope="module", params=[p.name for p in EXAMPLES] + ["quadruped.urdf:floating", "hinges1", "hinges3"])
 def model(request):
-    """Every example and model_factory's random trees of every hinge type (tree 7 without armature is the
-    all_hinges example, with armature armature_tree7)."""
-    if request.param == "armature_tree7":
-        return build_model(armature_tree_model())
-    if request.param.startswith("tree"):
-        return build_model(tree_model(int(request.param[4:])))
+    """Every example (all_hinges: every hinge type in one tree) and model_factory's small random trees with armature
+    on every moving hinge (hinges1, hinges3)."""
+    if request.param.startswith("hinges"):
+        return build_coverage_tree(request.param)
     path, _, floating = request.param.partition(":")   # the floating quadruped: the same build as test_dynamics'
     return symgen.build(ROOT / "examples" / "models" / path, floating_base=bool(floating))
 

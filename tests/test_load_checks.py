@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import symgen
-from model_factory import ALL_HINGES, armature_tree_model, random_tree_dict, tree_model
+from model_factory import build_coverage_tree, random_tree_dict
 from symgen.model import model_from_dict
 from symgen.runtime.checks import SINGULAR_RTOL, hinge_maps, singular_hinges, singular_message
 
@@ -85,17 +85,14 @@ def _with_singular_bodies(seed):
     return model_from_dict(d, f"<singular {seed}>")
 
 
-@pytest.fixture(scope="module", params=["tree3", "armature_tree7", "all_hinges", "singular1", "singular2"])
+@pytest.fixture(scope="module", params=["all_hinges", "hinges1", "hinges3", "singular1", "singular2"])
 def built(request):
-    """model_factory's random trees of every hinge type (tree 7 with armature and, as all_hinges, without) and two
+    """model_factory's random trees (every hinge type in one tree, all_hinges; two small ones with armature) and two
     trees with singular hinges."""
     name = request.param
-    if name == "all_hinges":
-        return symgen.build(ALL_HINGES)
-    if name == "armature_tree7":
-        return symgen.build(armature_tree_model())
-    model = tree_model(int(name[4:])) if name.startswith("tree") else _with_singular_bodies(int(name[8:]))
-    return symgen.build(model)
+    if not name.startswith("singular"):
+        return build_coverage_tree(name)
+    return symgen.build(_with_singular_bodies(int(name[8:])))
 
 
 def _assert_hinge_maps_are_jacobian_columns(mb):

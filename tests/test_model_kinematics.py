@@ -11,20 +11,18 @@ import pytest
 
 import symgen
 from helpers import assert_close
-from model_factory import tree_model
+from model_factory import build_coverage_tree
 from symgen.numeric import np_rotation_log
 
 ROOT = Path(__file__).resolve().parents[1]
 H = 1e-6
 
 
-@pytest.fixture(scope="module", params=["random-tree-3", "all_hinges-example"])
+@pytest.fixture(scope="module", params=["all_hinges", "hinges1"])
 def mb(request):
-    from symgen.pipeline.package import build_model
-
-    if request.param == "all_hinges-example":
-        return symgen.build(ROOT / "examples" / "models" / "all_hinges.yaml")
-    return build_model(tree_model(3))   # the tree test_dynamics and test_loop_form build too (one compile)
+    """Every hinge type in one tree (the all_hinges example) and a small tree with armature and CUSTOM
+    (LINEAR, PIN, LINEAR) (model_factory; test_dynamics and test_derivatives build both too: one compile)."""
+    return build_coverage_tree(request.param)
 
 
 def _state(mb, rng):
@@ -35,9 +33,12 @@ def _vee(W):
     return np.array([W[2, 1], W[0, 2], W[1, 0]])
 
 
-def test_every_hinge_type_is_used(mb):
-    types = {h["type"] for h in mb.manifest["hinges"].values()}
-    assert types == set(symgen.HINGE_TYPES)
+def test_every_hinge_type_is_used():
+    """all_hinges holds every hinge type, and so do the four small trees together (model_factory)."""
+    from model_factory import coverage_tree
+
+    assert {b.hinge_type for b in coverage_tree("all_hinges").bodies} == set(symgen.HINGE_TYPES)
+    assert {b.hinge_type for i in range(4) for b in coverage_tree(f"hinges{i}").bodies} == set(symgen.HINGE_TYPES)
 
 
 def test_jacobian_is_pose_derivative(mb):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import symgen
-from model_factory import armature_tree_model, tree_model
+from model_factory import build_coverage_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "models"
@@ -30,18 +30,12 @@ STRAIGHT = {"forward_dynamics": "straight", "inverse_dynamics": "straight", "mas
 # every example but those with flexible bodies, which have no per-kind form (test_flexible.py: the build refuses it)
 MODELS = ([(f.name, False) for f in sorted(EXAMPLES.glob("*.yaml")) if "flex:" not in f.read_text()]
           + [("arm6.urdf", False), ("arm7.urdf", False), ("quadruped.urdf", True), ("humanoid.urdf", True)]
-          + [("random-tree-3", False), ("armature-tree-7", False), ("rand11", True)])
+          + [("hinges1", False), ("hinges3", False), ("rand11", True)])
 
 
 def _build(name, floating, form, urdf_robots):
-    if name.startswith("random-tree-"):  # the trees test_dynamics builds (one compile each per session)
-        from symgen.pipeline.package import build_model
-
-        return build_model(tree_model(int(name.rsplit("-", 1)[1])), form=form)
-    if name == "armature-tree-7":    # armature on every hinge that moves (per-kind form: armature read at run time):
-        from symgen.pipeline.package import build_model  # tree 7 of model_factory, test_dynamics' and test_lanes' too
-
-        return build_model(armature_tree_model(), form=form)
+    if name.startswith("hinges"):        # model_factory's small trees with armature (per-kind: read at run time)
+        return build_coverage_tree(name, form)
     if name.startswith("rand"):      # a random URDF tree: test_model_pinocchio's (straight) and the one below (per-kind)
         return symgen.build(str(urdf_robots / f"{name}.urdf"), floating_base=floating, form=form)
     return symgen.build(str(EXAMPLES / name), floating_base=floating, form=form)

@@ -34,8 +34,9 @@ DERIVATIVE_LANE_PARTS = {"fd": 10, "id": 11}
 ALL_DERIVATIVE_PARTS = (*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values())
 #: the translation unit of atbi_matrices, upsilon and the per-kind steps they call, when no other entry point does
 MATS_PART = 9
-#: the translation unit of the centroidal functions and their lane forms, when they are long
-CENTROIDAL_PART = 12
+#: the translation units of the centroidal momentum matrix with its lane form, and of the momentum's rate, when
+#: they are long
+CENTROIDAL_PARTS = {"cm": 12, "cd": 13}
 
 
 class Record:

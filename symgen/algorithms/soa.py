@@ -1023,6 +1023,26 @@ def composite_inertias(T, bodies, kin):
     return Ic
 
 
+def mass_moments(T, bodies, kin):
+    """(m, h, None) of every subtree about its body's origin, in its axes, tip to base (h = m c; what
+    :func:`centre_of_mass` reads of :func:`composite_inertias`, without the rotational inertia):
+    m = m_b + sum m_child,  h = h_b + sum (R h_child + m_child l)."""
+    ground = grounded(bodies)
+    out, acc = [None] * len(bodies), [[] for _ in bodies]
+    for b in reversed(bodies):
+        m, h, _ = rigid_parts(b.M) if b.k not in ground else (0.0, [0.0] * 3, None)
+        if b.flex:
+            Mk = kin[b.k]["modal"]
+            acc[b.k].append((Mk["m"], Mk["h"]))
+        m = T.dot([(1.0, c[0]) for c in acc[b.k]], m)
+        h = [T.dot([(1.0, c[1][i]) for c in acc[b.k]], h[i]) for i in range(3)]
+        out[b.k] = (m, h, None)
+        if not b.root:
+            R, l = kin[b.k]["R"], kin[b.k]["l"]
+            acc[b.parent].append((m, [T.dot([(m, l[i])], _dot(T, R[3 * i:3 * i + 3], h)) for i in range(3)]))
+    return out
+
+
 def centre_of_mass(T, bodies, kin, Ic):
     """(m, c): the moving mass and its centre in the newtonian frame, from the roots' composite inertias (a
     root's X_pb is its pose in the newtonian frame); c = 0 for a model without moving mass."""
@@ -1085,8 +1105,8 @@ def centroidal_dynamics(T: Tape, bodies, n_u: int, io):
     kin = velocities(T, bodies, u)
     world = []
     newton_euler(T, bodies, kin, udot, _NoLoads(io), world)
-    T.comment("mass and centre of mass c")
-    _, c = centre_of_mass(T, bodies, kin, composite_inertias(T, bodies, kin))
+    T.comment("mass and centre of mass c: (m, h) of every subtree, tip to base (h = m c)")
+    _, c = centre_of_mass(T, bodies, kin, mass_moments(T, bodies, kin))
     T.comment("hdot_G = shift(c, sum of the roots' f in the newtonian frame)")
     total = [T.dot([(1.0, f[i]) for f in world]) for i in range(6)]
     for i, x in enumerate(shift(T, c, total)):

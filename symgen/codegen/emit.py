@@ -27,7 +27,7 @@ from sympy.printing.c import C99CodePrinter
 
 from ..hinges.derive import NEEDS_U, Hinge
 from ..symbolic.spatial import stumpff
-from ..abi.layout import ALL_DERIVATIVE_PARTS, CENTROIDAL_PART, DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS, MATS_PART
+from ..abi.layout import ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS, MATS_PART
 from .plan import model_batches
 from .lanes import lane_width
 
@@ -803,14 +803,15 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             lanes[k]["part"] = 4 + i if len(lanes[k]["lines"]) >= soa.LANE_SPLIT_MIN_LINES else parts[k]
             if lanes[k]["part"]:
                 part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + len(lanes[k]["lines"])
-    # the centroidal functions and their lane forms: one translation unit of their own when they are long
-    centroidal = traced["cm"] + traced["cd"] + [x for k in ("cm", "cd") if lanes[k] for x in lanes[k]["lines"]]
-    parts["centroidal"] = CENTROIDAL_PART if long_(centroidal) else 0
+    # the centroidal momentum matrix (with its lane form) and the momentum's rate: translation units of their own
+    # when they are long
     for k in ("cm", "cd"):
+        lines = traced[k] + (lanes[k]["lines"] if lanes[k] else [])
+        parts[k] = CENTROIDAL_PARTS[k] if long_(lines) else 0
         if lanes[k]:
-            lanes[k]["part"] = parts["centroidal"]
-    if parts["centroidal"]:
-        part_lines[CENTROIDAL_PART] = len(centroidal)
+            lanes[k]["part"] = parts[k]
+        if parts[k]:
+            part_lines[parts[k]] = len(lines)
     # the per-kind form is only atbi_matrices' (and upsilon's) when FD, ID and M are straight-line: then it is a
     # translation unit of its own, compiled beside part 0 (which keeps a copy of the topology tables it reads)
     mats_part = MATS_PART if per_kind.functions and all(traced[k] for k in ("fd", "id", "mm")) else 0
@@ -1127,8 +1128,9 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
 
     if T is None:
         return None                                       # a constant D that can never be solved: scalar
-    try:
-        body = T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l"}, rows={"out": out_size})
+    try:     # the outputs into vectors out_l[i], turned into SG_W rows once at the end (one loop nest, not a
+        # per-lane loop per output: the centroidal momentum matrix's 6 nU + 9 took 8.7 s of gcc on Talos, 1.9 s so)
+        body = T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"})
     except LaneError:
         return None
     if len(body) > LANE_MAX_LINES:
@@ -1142,10 +1144,10 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
                                                         strides, size, hinges, kernels)
     ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
     used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size,
-            "out": any(re.search(r"\bout\[", line) for line in body)}      # no U (every hinge locked): no out
+            "out": any(re.search(r"\bout_l\[", line) for line in body)}    # no U (every hinge locked): no out
     p_in = [(n, stride) for a, n, stride in ins if a == "p" and p_lanes]
     ins = [x for x in ins if not (p_in and x[0] == "p")]
-    return {"ins": ins, "head": head, "lines": body, "loop_i": bool(ins) or sc_calls,
+    return {"ins": ins, "head": head, "lines": body, "loop_i": bool(ins) or sc_calls or used["out"], "out_l": used["out"],
             "unused": [a for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
             "p_lanes": p_in[0] if p_in else None}
 
@@ -1232,6 +1234,7 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, 
     branched = len(set(parents)) < len(parents)     # a branched tree's M: slower per lane than one state at a time
     kinds = {"fd": lane("fd", L.params.size, L.nu, p_lanes=True), "id": lane("id", L.params.size, L.nu),
              "mm": None if branched else lane("mm", L.params.size if L.theta_blocks else 0, L.nu * L.nu),
-             "cm": lane("cm", L.params.size if L.theta_blocks else 0, 6 * L.nu + 9),
-             "cd": lane("cd", L.params.size, 6)}
+             # the centroidal momentum's rate has none: the length of inverse dynamics, compile time for a call that
+             # MPC makes once per state (its batches go one state at a time)
+             "cm": lane("cm", L.params.size if L.theta_blocks else 0, 6 * L.nu + 9), "cd": None}
     return {"width": width, **kinds, "sincos": any(f and f["sincos"] for f in kinds.values())}

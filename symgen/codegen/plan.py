@@ -100,8 +100,7 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
                CLanes("mm", mm_p.per_state, nu * nu) if lanes.get("mm") else None),
         CBatch("centroidal_momentum_matrix", (q, u, mm_p, out(6 * nu + 9)), 0,
                CLanes("cm", mm_p.per_state, 6 * nu + 9) if lanes.get("cm") else None),
-        CBatch("centroidal_dynamics", (q, u, p_tree, out(6)), 0,
-               CLanes("cd", p_tree.per_state, 6) if lanes.get("cd") else None),
+        CBatch("centroidal_dynamics", (q, u, p_tree, out(6))),
         *[CBatch(f"{k}_derivatives", (q, u, p_tree, CArg("tangent", ctype="int"), out(nu * (nq + 2 * nu))), status,
                  CLanes(f"{k}_derivatives", p_tree.per_state, nu * (nq + 2 * nu), "int s = ",
                         f"if (s) return (int)(i * {status} + s);", ", tangent", "!defined(SG_NO_DERIVATIVES)")

@@ -441,6 +441,12 @@ class MultibodyModel:
     def _centroidal(self, q, u, params):
         """[A_G, h_G, c] of every state: (single, (N, 6 nU + 9))."""
         b, nu = self.binding, self.nu
+        if params is None:                 # one state: the one-state C function on the arrays' memory
+            fn, p0 = getattr(b.lib, f"sg_{self.name}_centroidal_momentum_matrix"), b.nominal_p
+            r = b.one("centroidal_momentum_matrix", (q,) if u is None else (q, u), (1, 6 * nu + 9), None,
+                      (lambda pq, po: fn(pq, b.zero_u, p0, po)) if u is None else (lambda pq, pu, po: fn(pq, pu, p0, po)))
+            if r is not None:
+                return True, r[0]
         single, Q, U = b.states(q, u)
         P = b.p(Q.shape[0], np.zeros(nu), None, None, params) if self.layout.theta_blocks or params else None
         res, _ = b.call_batch("centroidal_momentum_matrix", Q, U, P, 6 * nu + 9)
