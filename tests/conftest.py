@@ -34,6 +34,7 @@ FAST_ONLY = {
     "test_dynamics.py": ["test_dynamics_match_pinocchio[[]arm7-*"],
     "test_model_pinocchio.py": ["*[[]arm7-*"],
     "test_centroidal.py": ["*[[]arm7-*"],
+    "test_ir_printers.py": ["*[[]arm7*"],
 }
 #: single slow tests of otherwise fast files ("file::name", fnmatch)
 SLOW_TESTS = [

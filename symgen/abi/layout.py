@@ -30,13 +30,13 @@ from __future__ import annotations
 DERIVATIVE_PARTS = {"fd": 7, "id": 8}
 #: the translation units of their lane-batch forms (SG_W states per call), compiled beside them
 DERIVATIVE_LANE_PARTS = {"fd": 10, "id": 11}
-#: every part a module without derivatives leaves out
-ALL_DERIVATIVE_PARTS = (*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values())
+#: the translation units of the centroidal momentum matrix with its lane form, and of the momentum's rate
+CENTROIDAL_PARTS = {"cm": 12, "cd": 13}
+#: every part a module without derivatives leaves out: the derivative functions and the centroidal ones, which
+#: symgen.build compiles on their first call (in one second module)
+ALL_DERIVATIVE_PARTS = (*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values(), *CENTROIDAL_PARTS.values())
 #: the translation unit of atbi_matrices, upsilon and the per-kind steps they call, when no other entry point does
 MATS_PART = 9
-#: the translation units of the centroidal momentum matrix with its lane form, and of the momentum's rate, when
-#: they are long
-CENTROIDAL_PARTS = {"cm": 12, "cd": 13}
 
 
 class Record:

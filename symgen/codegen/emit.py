@@ -764,11 +764,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                          "straight-line dynamics only, and " +
                          ("this build asks for the per-kind form (form='per_kind')" if form != "auto" else
                           "this model is past symgen.algorithms.soa's size limits"))
-    if flexible and derivatives:
-        from ..model import ModelError
-
-        raise ModelError(f"{model.source or model.name}: derivatives of models with flexible bodies "
-                         f"({', '.join(flexible)}) are not generated yet; build it without derivatives")
+    # a flexible model's derivative module holds the centroidal functions only (its derivative functions are not
+    # generated yet: the verbs say so, MultibodyModel._tree_only)
     if L.theta_blocks and not (traced["fd"] and traced["mm"]):
         from ..model import ModelError
 
@@ -803,22 +800,21 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             lanes[k]["part"] = 4 + i if len(lanes[k]["lines"]) >= soa.LANE_SPLIT_MIN_LINES else parts[k]
             if lanes[k]["part"]:
                 part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + len(lanes[k]["lines"])
-    # the centroidal momentum matrix (with its lane form) and the momentum's rate: translation units of their own
-    # when they are long
+    # the centroidal momentum matrix (with its lane form) and the momentum's rate: translation units of their own,
+    # compiled on first use with the derivatives (abi.layout.ALL_DERIVATIVE_PARTS): with them in every module the
+    # suite's models took a quarter more compile time, Talos's cold build 30 -> 40 s
     for k in ("cm", "cd"):
-        lines = traced[k] + (lanes[k]["lines"] if lanes[k] else [])
-        parts[k] = CENTROIDAL_PARTS[k] if long_(lines) else 0
+        parts[k] = CENTROIDAL_PARTS[k]
+        part_lines[parts[k]] = len(traced[k]) + (len(lanes[k]["lines"]) if lanes[k] else 0)
         if lanes[k]:
-            lanes[k]["part"] = parts[k]
-        if parts[k]:
-            part_lines[parts[k]] = len(lines)
+            lanes[k].update(part=parts[k], guard="!defined(SG_NO_DERIVATIVES)")
     # the per-kind form is only atbi_matrices' (and upsilon's) when FD, ID and M are straight-line: then it is a
     # translation unit of its own, compiled beside part 0 (which keeps a copy of the topology tables it reads)
     mats_part = MATS_PART if per_kind.functions and all(traced[k] for k in ("fd", "id", "mm")) else 0
     if mats_part:
         part_lines[mats_part] = len(per_kind.functions)
     derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None, hinges=hinges,
-                               name=name, kernels=lane_kernels) if derivatives else {"fd": None, "id": None}
+                               name=name, kernels=lane_kernels) if derivatives and not flexible else {"fd": None, "id": None}
     derivative_per_kind = derivs.pop("per_kind", None)
     lanes.update(fd_derivatives=None, id_derivatives=None)
     for k, f in derivs.items():
@@ -1024,6 +1020,30 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
             "mm": trace("mm", soa.crba) if unroll_crba else None, **centroidal, "tapes": tapes}
 
 
+def traced_programs(model, layout: dict, slugs: dict) -> dict:
+    """The typed programs (:class:`symgen.ir.tape.Tape`) of a tree's straight-line entry points, for a printer other
+    than C's (the tests' numpy printer): ``{"bodies": [BodyInfo], "layout": ModelLayout, "programs": {kind: Tape}}``
+    with kind in fd (ATBI), id (Newton-Euler), mm (the mass matrix), cm (the centroidal momentum matrix), cd (its
+    rate), each present when that entry point is straight-line.  ``layout``, ``slugs``: as :func:`emit_model`'s
+    (:func:`symgen.pipeline.sources.model_programs` computes them).  A program reads ``q``, ``u``, ``p`` (the
+    layout's params) and the hinge kernels' outputs ``X<k>`` (transform, 4 x 4), ``H<k>`` (coord map, 6 x nU),
+    ``Hd<k>`` (its derivative) of body k, and writes ``out``."""
+    from ..abi.layout import ModelLayout
+    from ..model.parameters import resolve
+
+    n_modes = [layout[b.name].get("modes", {}).get("n", 0) for b in model.bodies]
+    L = ModelLayout([(layout[b.name]["nq"], layout[b.name]["nu"]) for b in model.bodies], [],
+                    resolve(model, [layout[b.name]["nu"] for b in model.bodies]), n_modes)
+    bodies = body_infos(model, layout, slugs, {b.name: i for i, b in enumerate(model.bodies)})
+    tapes = _traced_dynamics(bodies, L, layout, slugs)["tapes"]
+    return {"bodies": bodies, "layout": L, "programs": {k: T for k, T in tapes.items() if T is not None}}
+
+
+def kernel_arrays(T, bodies) -> list:
+    """The hinge kernel outputs a traced program reads: (body, array, kernel, size, entries read), in body order."""
+    return list(_kernel_arrays(T, bodies))
+
+
 def _kernel_arrays(T, bodies):
     """The hinge kernel outputs a traced function reads (``X<k>``, ``H<k>``, ``Hd<k>``, filled by the body's
     transform, coord map and its derivative): (body, array, kernel, size, entries read), in body order."""
@@ -1147,7 +1167,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
             "out": any(re.search(r"\bout_l\[", line) for line in body)}    # no U (every hinge locked): no out
     p_in = [(n, stride) for a, n, stride in ins if a == "p" and p_lanes]
     ins = [x for x in ins if not (p_in and x[0] == "p")]
-    return {"ins": ins, "head": head, "lines": body, "loop_i": bool(ins) or sc_calls or used["out"], "out_l": used["out"],
+    return {"ins": ins, "head": head, "lines": body, "loop_i": bool(ins) or sc_calls or used["out"], "out_l": used["out"], "guard": "",
             "unused": [a for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
             "p_lanes": p_in[0] if p_in else None}
 

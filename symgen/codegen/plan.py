@@ -99,7 +99,7 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
         CBatch("mass_matrix", (q, u, mm_p, out(nu * nu)), 0,
                CLanes("mm", mm_p.per_state, nu * nu) if lanes.get("mm") else None),
         CBatch("centroidal_momentum_matrix", (q, u, mm_p, out(6 * nu + 9)), 0,
-               CLanes("cm", mm_p.per_state, 6 * nu + 9) if lanes.get("cm") else None),
+               CLanes("cm", mm_p.per_state, 6 * nu + 9, guard="!defined(SG_NO_DERIVATIVES)") if lanes.get("cm") else None),
         CBatch("centroidal_dynamics", (q, u, p_tree, out(6))),
         *[CBatch(f"{k}_derivatives", (q, u, p_tree, CArg("tangent", ctype="int"), out(nu * (nq + 2 * nu))), status,
                  CLanes(f"{k}_derivatives", p_tree.per_state, nu * (nq + 2 * nu), "int s = ",

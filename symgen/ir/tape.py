@@ -56,13 +56,19 @@ class Arithmetic:
 
 
 class Val(Arithmetic):
-    """A runtime scalar: an input (``q[3]``, ``X2[5]``) or one traced operation."""
+    """A runtime scalar: an input (``q[3]``, ``X2[5]``: ``ref`` = (array, index)) or one traced operation, ``op``,
+    a typed expression (no text; the printers write it in their language):
 
-    __slots__ = ("tape", "parts", "deps", "hint", "name", "is_input", "array", "live", "key", "negates", "used")
+    * ``("dot", terms, const)``: ``const + sum(coef * f1 * f2 ...)``, ``terms`` a tuple of ``(coef, factors)``;
+    * ``("neg", x)``, ``("div", a, b)`` (``a`` a Val or a float), ``("call", fn, x)`` (a function of ``math``),
+      ``("copy", x)`` (the same value under a second name)."""
 
-    def __init__(self, tape, parts, deps, is_input=False, name=None, array=None):
-        self.tape, self.parts, self.deps = tape, parts, deps
+    __slots__ = ("tape", "op", "deps", "hint", "name", "is_input", "array", "ref", "live", "key", "negates", "used")
+
+    def __init__(self, tape, op, deps, is_input=False, name=None, array=None):
+        self.tape, self.op, self.deps = tape, op, deps
         self.is_input, self.name, self.array, self.hint, self.live = is_input, name, array, None, False
+        self.ref = _entry(name) if is_input else None
         self.negates = None   # the value this one is the negative of (-(-x) is x, not a new statement)
         self.used = False     # some statement already reads it (then a name for a new role is an alias)
 
@@ -78,6 +84,57 @@ class Ptr:
 
     def __repr__(self):
         return f"Ptr({self.array!r}, {self.offset})"
+
+
+def _entry(text: str):
+    """(array, index) of an array entry's text ``A[i]``, else None (an input named otherwise)."""
+    m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def _key(x):
+    return id(x) if isinstance(x, Val) else x
+
+
+def op_key(op) -> tuple:
+    """A typed expression as a hashable key (values by identity): two operations with one key are one value."""
+    if op[0] == "dot":
+        return ("dot", tuple((c, tuple(id(f) for f in fs)) for c, fs in op[1]), op[2])
+    return tuple(_key(x) for x in op)
+
+
+def op_args(op) -> list:
+    """The values a typed expression reads."""
+    if op[0] == "dot":
+        return [f for _, fs in op[1] for f in fs]
+    return [x for x in op[1:] if isinstance(x, Val)]
+
+
+def c_expr(op, ref) -> str:
+    """A typed expression in C (``ref(v)``: how a value is written): the one place where an operation becomes text."""
+    kind = op[0]
+    if kind == "dot":
+        text = []
+        for c, vals in op[1]:
+            mag = abs(c)
+            factors = ([] if mag == 1.0 else [_const(mag)]) + [ref(v) for v in vals]
+            if text:
+                text.append(f" {'-' if c < 0 else '+'} ")
+            elif c < 0:
+                text.append("-")
+            text.append(" * ".join(factors))
+        if op[2] != 0.0:
+            text.append(f" {'-' if op[2] < 0 else '+'} {_const(abs(op[2]))}")
+        return "".join(text)
+    if kind == "neg":
+        return "-" + ref(op[1])
+    if kind == "div":
+        return f"{ref(op[1]) if isinstance(op[1], Val) else _const(op[1])} / {ref(op[2])}"
+    if kind == "call":
+        return f"{op[1]}({ref(op[2])})"
+    if kind == "copy":
+        return ref(op[1])
+    raise ValueError(f"unknown operation {kind!r}")
 
 
 def _identifier(name) -> str:
@@ -110,11 +167,11 @@ class Tape:
             v = self._inputs[text] = Val(self, (), (), is_input=True, name=text, array=array)
         return v
 
-    def _def(self, parts: tuple) -> Val:
-        key = tuple(id(p) if isinstance(p, Val) else p for p in parts)
+    def _def(self, op: tuple) -> Val:
+        key = op_key(op)
         v = self._memo.get(key)
         if v is None:
-            v = Val(self, parts, tuple(p for p in parts if isinstance(p, Val)))
+            v = Val(self, op, tuple(op_args(op)))
             for d in v.deps:
                 d.used = True
             self._memo[key] = v
@@ -139,13 +196,13 @@ class Tape:
         if not isinstance(a, Val):
             if a == 0.0:
                 return 0.0
-            return self._def((_const(a), " / ", b))
-        return self._def((a, " / ", b))
+            return self._def(("div", float(a), b))
+        return self._def(("div", a, b))
 
     def call(self, fn: str, a):
         if not isinstance(a, Val):
             return float(getattr(math, fn)(a))
-        return self._def((f"{fn}(", a, ")"))
+        return self._def(("call", _identifier(fn), a))
 
     def dot(self, pairs, init=0.0):
         """``init + sum(a * b)`` as one statement: zero terms dropped, constants gathered, ``+-1`` factors
@@ -174,25 +231,10 @@ class Tape:
             x = terms[0][1][0]
             if x.negates is not None:                  # -(-y) = y
                 return x.negates
-            v = self._def(("-", x))
+            v = self._def(("neg", x))
             v.negates = x
             return v
-        parts = []
-        for c, vals in terms:
-            sign = "-" if c < 0 else "+"
-            mag = abs(c)
-            factors = ([] if mag == 1.0 else [_const(mag)]) + vals
-            if parts:
-                parts.append(f" {sign} ")
-            elif sign == "-":
-                parts.append("-")
-            for i, f in enumerate(factors):
-                if i:
-                    parts.append(" * ")
-                parts.append(f)
-        if const != 0.0:
-            parts.append(f" {'-' if const < 0 else '+'} {_const(abs(const))}")
-        return self._def(tuple(parts))
+        return self._def(("dot", tuple((c, tuple(vals)) for c, vals in terms), const))
 
     # ---- effects and names
     # Statements are typed, so each printer (:meth:`lines`, :meth:`lane_lines`) says in its own words what they
@@ -285,7 +327,7 @@ class Tape:
                 copy = self._memo.get(key)
                 if copy is not None:
                     return copy
-                value = self._memo[key] = Val(self, (value,), (value,))
+                value = self._memo[key] = Val(self, ("copy", value), (value,))
                 value.deps[0].used = True
                 self._stmts.append(("def", value))
             value.hint = hint
@@ -333,6 +375,9 @@ class Tape:
         def text(parts):
             return "".join(p.name if isinstance(p, Val) else p for p in parts)
 
+        def name(v):
+            return v.name
+
         def value(x):
             return x.name if isinstance(x, Val) else _const(x)
 
@@ -346,7 +391,7 @@ class Tape:
             if kind == "comment":
                 out.append(f"/* {s[1]} */")
             elif kind == "def":
-                out.append(f"const double {s[1].name} = {text(s[1].parts)};")
+                out.append(f"const double {s[1].name} = {c_expr(s[1].op, name)};")
             elif kind == "store":
                 out.append(f"{s[1]} = {value(s[2])};")
             elif kind == "store_int":
@@ -369,6 +414,14 @@ class Tape:
             else:
                 out.append(text(s[1]))
         return out
+
+    def statements(self) -> list:
+        """The live statements in program order, each a typed record (the comment above the statement kinds),
+        temporaries named as :meth:`lines` names them: what a printer for another target reads (the tests'
+        numpy printer).  A definition's value is ``v.op`` (:class:`Val`), an input's ``v.ref`` = (array,
+        index)."""
+        self.lines()
+        return list(self._printed())
 
     def _printed(self):
         """The statements a printer prints, in program order: dead definitions dropped, a comment only when a
@@ -413,10 +466,6 @@ class Tape:
             return renamed
 
         def ref(v):
-            if isinstance(v, str):
-                if v.endswith("("):
-                    raise LaneError(f"call {v!r}")
-                return v
             return entry(v.name) if v.is_input else v.name
 
         out = []
@@ -425,7 +474,9 @@ class Tape:
             if kind == "comment":
                 out.append(f"/* {s[1]} */")
             elif kind == "def":
-                out.append(f"const {vector} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};")
+                if s[1].op[0] == "call":
+                    raise LaneError(f"call {s[1].op[1]!r}")
+                out.append(f"const {vector} {s[1].name} = {c_expr(s[1].op, ref)};")
             elif kind == "store":                         # a constant one lane by lane
                 tgt, value = s[1], s[2]
                 m = re.fullmatch(r"(\w+)\[(\d+)\]", tgt)
@@ -495,8 +546,6 @@ class Tape:
             return group[id(v)]
 
         def ref(p):
-            if isinstance(p, str):
-                return p
             return (_renamed_entry(p.name, arrays) or p.name) if p.is_input and arrays else p.name
 
         def value(x):
@@ -513,7 +562,7 @@ class Tape:
             if kind == "def":
                 g = group_of(s[1])
                 part = scalar if g is None else lanes.setdefault(g, [])
-                line = f"const {scalar_type if g is None else vector} {s[1].name} = {''.join(ref(p) for p in s[1].parts)};"
+                line = f"const {scalar_type if g is None else vector} {s[1].name} = {c_expr(s[1].op, ref)};"
             elif kind == "store":
                 m = re.fullmatch(r"(\w+)\[(\d+)\]", s[1])
                 if not (m and (m.group(1) in rows or m.group(1) in vectors)):

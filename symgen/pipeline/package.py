@@ -135,9 +135,9 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
         seconds = time.perf_counter() - t
         done("install", f"install   {target} in {seconds:.2f} s", target=target, seconds=seconds)
     def with_derivatives():
-        """The module with the derivative functions: generated and compiled on the first derivative call (both
-        through their caches)."""
-        say(f"compile   {model.name}'s derivative functions (on first use)")
+        """The module with the derivative and centroidal functions: generated and compiled on the first call of
+        one (both through their caches)."""
+        say(f"compile   {model.name}'s derivative and centroidal functions (on first use)")
         dfiles, dmanifest = cached_model_sources(model, form, derivatives=True)
         return module_of_sources(dfiles, dmanifest, label + " with derivatives", derivatives=True)[0]
     mb = MultibodyModel(mod, manifest, path=path, fastcall=fast, derivatives=None if derivatives else with_derivatives)

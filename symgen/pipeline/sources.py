@@ -189,22 +189,27 @@ def model_identifier(name: str) -> str:
     return ident if not ident[0].isdigit() else f"m_{ident}"
 
 
-def model_sources(model, form: str = "auto", derivatives: bool = False):
-    """(files, manifest) of a model: its translation unit plus the kernels of every hinge spec it uses.
-    ``form``: ``"auto"`` (each dynamics entry point straight-line under symgen.algorithms.soa's size limits, the
-    per-kind form above them) or ``"per_kind"`` (the per-kind form for all); ``manifest["forms"]`` says which.
-    ``derivatives``: the translation unit also holds the derivative functions (symgen.codegen.derivatives)."""
-    from ..hinges.derive import hinge
-    from ..codegen.lanes import lane_width
-    from ..codegen.render import render_model
+def model_programs(model) -> dict:
+    """The typed programs of a model's straight-line entry points (:func:`symgen.codegen.emit.traced_programs`: the
+    IR the C printer prints; the tests print it a second way), with the model's hinge layout (``layout``: Q and U
+    of each body) as :func:`model_sources` computes it."""
+    from ..codegen.emit import traced_programs
 
-    name = model_identifier(model.name)
-    files, slugs, layout, hinges, specs, modes = {}, {}, {}, {}, {}, {}
-    kernel_sets: dict = {}  # bound spec key -> hinge_sources(h): each spec derived and emitted once
+    _, slugs, layout, _, _ = _hinge_layout(model)
+    return {**traced_programs(model, layout, slugs), "hinge_layout": layout}
+
+
+def _hinge_layout(model):
+    """(kernel files, slugs, layout, kernel metadata by slug, Hinge by body) of a model's hinges: each spec derived
+    and emitted once; layout: Q and U of each body (``q``, ``u``, ``nq``, ``nu``, the subhinges, the kernel
+    structure, and a flexible body's ``modes`` after its hinge's)."""
+    from ..hinges.derive import hinge
+
+    files, slugs, layout, specs, objects, kernel_sets = {}, {}, {}, {}, {}, {}
     qo = uo = 0
     with progress.bar("derive", len(model.bodies), "hinge kernels") as bar:
         for b in model.bodies:
-            h = hinge(b.hinge_type, **b.hinge_kwargs())
+            h = objects[b.name] = hinge(b.hinge_type, **b.hinge_kwargs())
             if h.spec.key() not in kernel_sets:
                 kernel_sets[h.spec.key()] = hinge_sources(h)
             f, m = kernel_sets[h.spec.key()]
@@ -214,24 +219,41 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
             layout[b.name] = {"q": (qo, qo + h.nq), "u": (uo, uo + h.nu), "nq": h.nq, "nu": h.nu,
                               "subhinges": list(h.subhinge_types), "structure": m["structure"],
                               "has_sanitize": h.has_sanitize}
-            hinges[b.hinge_name] = {"body": b.name, "type": b.hinge_type, "slug": m["slug"],
-                                    "label": h.spec.label(), "q": [qo, qo + h.nq], "u": [uo, uo + h.nu],
-                                    "subhinges": list(h.subhinge_types), "neutral_q": h.spec.neutral_q(),
-                                    "default_q": list(b.q0) or list(h.spec.neutral_q()),
-                                    "armature": list(b.armature) or [0.0] * h.nu}
-            if b.default_transform is not None:
-                hinges[b.hinge_name]["default_transform"] = b.default_transform.matrix.tolist()
             qo, uo = qo + h.nq, uo + h.nu
             if b.n_modes:                          # a flexible body's modal coordinates follow its hinge's
-                n = b.n_modes
-                layout[b.name]["modes"] = {"n": n, "q": (qo, qo + n), "u": (uo, uo + n)}
-                for k, md in enumerate(b.flex.modes):
-                    modes[f"{b.name}.mode{k}"] = {"body": b.name, "index": k, "q": [qo + k, qo + k + 1],
-                                                  "u": [uo + k, uo + k + 1], "frequency": md.frequency,
-                                                  "damping": md.damping, "modal_mass": b.flex.modal_mass(k),
-                                                  "stiffness": b.flex.stiffness(k)}
-                qo, uo = qo + n, uo + n
+                layout[b.name]["modes"] = {"n": b.n_modes, "q": (qo, qo + b.n_modes), "u": (uo, uo + b.n_modes)}
+                qo, uo = qo + b.n_modes, uo + b.n_modes
             bar.update(1)
+    return files, slugs, layout, specs, objects
+
+
+def model_sources(model, form: str = "auto", derivatives: bool = False):
+    """(files, manifest) of a model: its translation unit plus the kernels of every hinge spec it uses.
+    ``form``: ``"auto"`` (each dynamics entry point straight-line under symgen.algorithms.soa's size limits, the
+    per-kind form above them) or ``"per_kind"`` (the per-kind form for all); ``manifest["forms"]`` says which.
+    ``derivatives``: the translation unit also holds the derivative functions (symgen.codegen.derivatives)."""
+    from ..codegen.lanes import lane_width
+    from ..codegen.render import render_model
+
+    name = model_identifier(model.name)
+    files, slugs, layout, specs, objects = _hinge_layout(model)
+    hinges, modes = {}, {}
+    for b in model.bodies:
+        h, (qo, q1), (uo, u1) = objects[b.name], layout[b.name]["q"], layout[b.name]["u"]
+        hinges[b.hinge_name] = {"body": b.name, "type": b.hinge_type, "slug": slugs[b.name],
+                                "label": h.spec.label(), "q": [qo, q1], "u": [uo, u1],
+                                "subhinges": list(h.subhinge_types), "neutral_q": h.spec.neutral_q(),
+                                "default_q": list(b.q0) or list(h.spec.neutral_q()),
+                                "armature": list(b.armature) or [0.0] * h.nu}
+        if b.default_transform is not None:
+            hinges[b.hinge_name]["default_transform"] = b.default_transform.matrix.tolist()
+        if b.n_modes:
+            (mq, _), (mu, _) = layout[b.name]["modes"]["q"], layout[b.name]["modes"]["u"]
+            for k, md in enumerate(b.flex.modes):
+                modes[f"{b.name}.mode{k}"] = {"body": b.name, "index": k, "q": [mq + k, mq + k + 1],
+                                              "u": [mu + k, mu + k + 1], "frequency": md.frequency,
+                                              "damping": md.damping, "modal_mass": b.flex.modal_mass(k),
+                                              "stiffness": b.flex.stiffness(k)}
     loops, loop_manifest = _loop_specs(model, files, specs)
     header, source, parts, forms = render_model(model, layout, slugs, name, loops=loops, form=form,
                                                 derivatives=derivatives)
@@ -245,7 +267,9 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
     for b in model.bodies:                 # a flexible body's nodes (undeformed place; they move with the modes)
         for nd in (b.flex.nodes if b.n_modes else ()):
             frames[nd.name] = {"body": index[b.name], "R": np.eye(3).tolist(), "p": list(nd.pos), "node": True}
-    manifest = {"name": name, "model": model.name, "source": str(model.source), "nq": qo, "nu": uo,
+    ends = lambda key: max([0] + [L[key][1] for L in layout.values()]  # noqa: E731
+                           + [L["modes"][key][1] for L in layout.values() if "modes" in L])
+    manifest = {"name": name, "model": model.name, "source": str(model.source), "nq": ends("q"), "nu": ends("u"),
                 "nb": len(model.bodies), "gravity": list(model.gravity),
                 "bodies": [{"name": b.name, "parent": b.parent, "hinge": b.hinge_name, "mass": b.mass,
                             "com": list(b.com), "inertia": [list(r) for r in b.inertia], **_flex_manifest(b)}

@@ -113,7 +113,7 @@ class MultibodyModel:
         return int(getattr(self.binding.lib, f"sg_{self.name}_lane_width")())
 
     def derivative_binding(self) -> ModelBinding:
-        """The binding whose module holds the derivative functions: :attr:`binding` when they were compiled into
+        """The binding whose module holds the derivative functions (and the centroidal ones): :attr:`binding` when they were compiled into
         the model's module (``symgen.build(..., derivatives=True)``, ``python -m symgen build --derivatives``),
         else a second module with them, compiled on the first call (then from the compile cache) and loaded."""
         db = self._derivative_binding
@@ -123,7 +123,7 @@ class MultibodyModel:
             db = self.binding
         elif self._derivatives_module is None:
             raise NotImplementedError(
-                f"{self.name}: this module was compiled without the derivative functions; build the model with "
+                f"{self.name}: this module was compiled without the derivative and centroidal functions; build the model with "
                 f"derivatives=True (symgen.build(..., derivatives=True), python -m symgen build --derivatives), or "
                 f"through symgen.build, which compiles them on the first derivative call")
         else:
@@ -405,6 +405,10 @@ class MultibodyModel:
         return _derivs.theta_names(self)
 
     def _tree_only(self, what):
+        flexible = sorted({m["body"] for m in self.modes.values()})
+        if flexible:
+            raise NotImplementedError(f"{self.name}: derivatives of models with flexible bodies ({', '.join(flexible)}) "
+                                      f"are not generated yet ({what})")
         if self.loops:
             raise NotImplementedError(f"{self.name}: {what} is not available for models with loop constraints yet "
                                       f"(loops: {', '.join(c.name for c in self.loops)}); the tree's derivatives are "
@@ -439,8 +443,9 @@ class MultibodyModel:
         return b.unbatch(single, out)
 
     def _centroidal(self, q, u, params):
-        """[A_G, h_G, c] of every state: (single, (N, 6 nU + 9))."""
-        b, nu = self.binding, self.nu
+        """[A_G, h_G, c] of every state: (single, (N, 6 nU + 9)).  The centroidal functions live in the module of
+        the derivative functions (:meth:`derivative_binding`: compiled on the first call)."""
+        b, nu = self.derivative_binding(), self.nu
         if params is None:                 # one state: the one-state C function on the arrays' memory
             fn, p0 = getattr(b.lib, f"sg_{self.name}_centroidal_momentum_matrix"), b.nominal_p
             r = b.one("centroidal_momentum_matrix", (q,) if u is None else (q, u), (1, 6 * nu + 9), None,
@@ -456,7 +461,10 @@ class MultibodyModel:
         """The centroidal momentum matrix A_G (6 x nU; (N, 6, nU) for a batch): h_G = A_G U is the spatial
         momentum of the whole model about its centre of mass, rows ``[angular; linear]`` like every symgen
         spatial vector, in world (newtonian) axes.  Pinocchio's ``ccrba`` gives the same matrix with the rows
-        ``[linear; angular]`` (and U ordered as its v).  ``params`` as in :meth:`forward_dynamics`."""
+        ``[linear; angular]`` (and U ordered as its v).  ``params`` as in :meth:`forward_dynamics`.  Bodies welded to
+        the newtonian frame (a fixed-base URDF's root link) are the ground, as Pinocchio's universe: no momentum,
+        not in the centre of mass.  The centroidal functions are compiled on their first call, with the derivative
+        functions (:meth:`derivative_binding`), as they are."""
         single, res = self._centroidal(q, None, params)
         return self.binding.unbatch(single, res[:, :6 * self.nu].reshape(-1, 6, self.nu))
 
@@ -477,7 +485,7 @@ class MultibodyModel:
         the (moving) centre of mass, world axes, ``[angular; linear]``: the net external wrench about the centre
         of mass that this motion takes, gravity not included (``centroidal_dynamics(q, u, 0)`` is the bias
         Adot_G U).  Pinocchio's ``computeCentroidalMomentumTimeVariation`` with the halves swapped."""
-        b = self.binding
+        b = self.derivative_binding()
         single, Q, U = b.states(q, u)
         _, _, A = b.states(q, udot)
         res, _ = b.call_batch("centroidal_dynamics", Q, U, b.p(Q.shape[0], A, None, None, params), 6)
