@@ -37,8 +37,9 @@ def _lane_width(w):
 
 
 def _build(name, derivatives=False):
+    name, _, form = name.partition("|")
     path, _, floating = name.partition(":")
-    return symgen.build(MODELS / path, floating_base=bool(floating), derivatives=derivatives)
+    return symgen.build(MODELS / path, floating_base=bool(floating), derivatives=derivatives, form=form or "auto")
 
 
 #: (model, width): arm7 (a chain: FD, ID and M on lanes), the floating quadruped (a branched tree), the spacecraft
@@ -46,8 +47,9 @@ def _build(name, derivatives=False):
 #: arm7 and the spacecraft.  Small models: the lane code is the same text at every width (only SG_W, the vector
 #: type and the ISA differ), and the 60-DOF random trees of every hinge type cost 70-100 s of compiling per width
 #: (test_lanes runs them at the host's width)
+#: "|per_kind": the per-kind form, whose batches run the looped lane form (its steps on vectors)
 CASES = [(m, WIDTHS[0]) for m in ("arm7.urdf", "quadruped.urdf:floating", "spacecraft.yaml",
-                                  "flexible_spacecraft.yaml")] + \
+                                  "flexible_spacecraft.yaml", "quadruped.urdf:floating|per_kind")] + \
         [(m, w) for w in WIDTHS[1:] for m in ("arm7.urdf", "spacecraft.yaml")]
 
 
@@ -73,7 +75,7 @@ def _same(a, b, what):
 def test_the_width_is_the_one_asked_for(pair):
     mb, host, w = pair
     assert mb.manifest["lane_width"] == w and host.manifest["lane_width"] == HOST
-    if mb.name == "arm7":
+    if mb.name == "arm7" or mb.forms["forward_dynamics"] == "per_kind":
         assert host.lane_width == HOST, "arm7's batched FD has a lane form, which this CPU runs"
     # FD without a lane form (e.g. past emit.LANE_MAX_LINES) goes one state at a time at every width
     assert mb.lane_width == (w if host.lane_width > 1 else 1)

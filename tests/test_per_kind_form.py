@@ -82,6 +82,29 @@ def test_per_kind_form_identities(model):
     assert _rel(M, M.T) < 1e-14
 
 
+def test_per_kind_batches_run_the_looped_lanes_bit_for_bit(model):
+    """The looped lane form (symgen.codegen.perkind.PerKindForm.emit_lanes: the same per-kind steps for W states,
+    loops over the bodies): batched FD (with external forces), ID and M of the per-kind form run it for every full
+    block of W states, and each state equals the one-state per-kind function bit for bit (the same operations in
+    the same order); N = 2W + 3, a tail included."""
+    from symgen.codegen.lanes import lane_width
+
+    _, lf = model
+    w = lane_width()
+    assert lf.lane_width == w, "the per-kind form's batched FD has the looped lane form"
+    n = 2 * w + 3
+    rng = np.random.default_rng(11)
+    Q = np.array([lf.sanitize(x) for x in rng.uniform(-2, 2, (n, lf.nq))]) if lf.nq else np.zeros((n, 0))
+    U, T = rng.normal(size=(n, lf.nu)), rng.normal(size=(n, lf.nu))
+    F = rng.normal(size=(n, lf.nb, 6))
+    for what, got, one in (
+            ("FD", lf.forward_dynamics(Q, U, T, f_ext=F, tree=True),
+             [lf.forward_dynamics(Q[i], U[i], T[i], f_ext=F[i], tree=True) for i in range(n)]),
+            ("ID", lf.inverse_dynamics(Q, U, T, f_ext=F), [lf.inverse_dynamics(Q[i], U[i], T[i], f_ext=F[i]) for i in range(n)]),
+            ("M", lf.mass_matrix(Q), [lf.mass_matrix(Q[i]) for i in range(n)])):
+        np.testing.assert_array_equal(got, np.array(one), err_msg=f"{lf.name} {what}: looped lanes vs one state")
+
+
 @pytest.mark.parametrize("robot,floating", [("arm7", False), ("quadruped", True), ("rand11", True)])
 def test_per_kind_form_agrees_with_pinocchio(robot, floating, urdf_robots):
     pin = pytest.importorskip("pinocchio")
@@ -118,6 +141,8 @@ def test_one_form_per_entry_point():
                          {"velocities", "atbi_tip", "atbi_base", "rnea_base", "rnea_tip", "joint", "crba_tip",
                           "crba_walk", "upsilon_step"}), steps
         assert "_loop(" not in c
-        assert ("int sg_arm7_fd_lanes(" in c) == (form == "auto")   # the lane form prints the straight-line tape
+        # batches run lanes in both: the straight-line tape printed on vectors, or the per-kind steps (looped lanes)
+        assert "int sg_arm7_fd_lanes(" in c and "int sg_arm7_mm_lanes(" in c
+        assert ("sg_arm7_velocities_l0(" in c) == (form == "per_kind")
     with pytest.raises(ValueError, match="form must be one of 'auto', 'per_kind'"):
         symgen.build(str(EXAMPLES / "arm7.urdf"), form="loop")

@@ -37,6 +37,9 @@ CENTROIDAL_PARTS = {"cm": 12, "cd": 13}
 ALL_DERIVATIVE_PARTS = (*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values(), *CENTROIDAL_PARTS.values())
 #: the translation unit of atbi_matrices, upsilon and the per-kind steps they call, when no other entry point does
 MATS_PART = 9
+#: the translation unit of the looped lane form (symgen.codegen.perkind.PerKindForm.emit_lanes): the per-kind steps
+#: for SG_W states and the lane functions of FD, ID and M that loop over the bodies with them
+LOOPED_LANES_PART = 14
 
 
 class Record:

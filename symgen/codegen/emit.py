@@ -27,7 +27,8 @@ from sympy.printing.c import C99CodePrinter
 
 from ..hinges.derive import NEEDS_U, Hinge
 from ..symbolic.spatial import stumpff
-from ..abi.layout import ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS, MATS_PART
+from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS,
+                          LOOPED_LANES_PART, MATS_PART)
 from .plan import model_batches
 from .lanes import lane_width
 
@@ -777,6 +778,14 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     per_kind = PerKindForm(bodies, L, name)
     drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
                             + (() if flexible else ("mats", "upsilon")))
+    # the looped lane form of the entry points that take the per-kind form (their steps for SG_W states at once)
+    looped = per_kind.emit_lanes(tuple(k for k in ("fd", "id", "mm") if traced[k] is None), hinges or {}, layout) \
+        if not flexible and any(traced[k] is None for k in ("fd", "id", "mm")) else {}
+    for k, lines in looped.items():
+        lanes[k] = _looped_lane_function(k, lines, L)
+    if looped:
+        lanes["looped"] = {"part": LOOPED_LANES_PART, "functions": per_kind.lane_functions}
+        lanes["sincos"] = lanes["sincos"] or any("sg_sincos_split_lanes(" in x for x in per_kind.lane_functions)
     fd = traced["fd"] or [f"return sg_{name}_fd_per_kind(q, u, p, out, 0);"]
     mats = drivers.get("mats") or [f"double udot[{max(L.nu, 1)}];", f"return sg_{name}_fd_per_kind(q, u, p, udot, out);"]
     if flexible:               # the per-kind steps know no modes: these two refuse (status -1) rather than mislead
@@ -796,10 +805,12 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
         if parts[k]:
             part_lines[parts[k]] = len(lines)
     for i, k in enumerate(("fd", "id", "mm")):
-        if lanes[k]:
+        if lanes[k] and not lanes[k].get("looped"):
             lanes[k]["part"] = 4 + i if len(lanes[k]["lines"]) >= soa.LANE_SPLIT_MIN_LINES else parts[k]
             if lanes[k]["part"]:
                 part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + len(lanes[k]["lines"])
+    if looped:
+        part_lines[LOOPED_LANES_PART] = len(per_kind.lane_functions) + sum(len(x) for x in looped.values())
     # the centroidal momentum matrix (with its lane form) and the momentum's rate: translation units of their own,
     # compiled on first use with the derivatives (abi.layout.ALL_DERIVATIVE_PARTS): with them in every module the
     # suite's models took a quarter more compile time, Talos's cold build 30 -> 40 s
@@ -1134,6 +1145,22 @@ def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: 
     return out
 
 
+def _looped_lane_function(kind: str, lines: list, L) -> dict:
+    """The pieces of templates/helpers/lanes.c.jinja for a lane function of the looped schedule
+    (:meth:`symgen.codegen.perkind.PerKindForm.emit_lanes`: ``lines`` its body): the whole of q (and u, and p for
+    ID; FD takes p already in lanes) into vector arrays, the outputs from out_l."""
+    nq, nu, n_p = L.nq, L.nu, L.params.size
+    ins = {"fd": [("q", nq, nq), ("u", nu, nu)], "id": [("q", nq, nq), ("u", nu, nu), ("p", n_p, n_p)],
+           "mm": [("q", nq, nq)]}[kind]
+    ins = [x for x in ins if x[1]]
+    out_size = nu * nu if kind == "mm" else nu
+    return {"ins": ins, "head": [], "lines": lines, "loop_i": True, "out_l": bool(out_size), "guard": "",
+            "unused": [a for a in ("q", "u", "p", "out") if a not in {x[0] for x in ins}
+                       and not (a == "p" and kind == "fd") and not (a == "out" and out_size)],
+            "out_size": out_size, "sincos": False, "p_lanes": (n_p, n_p) if kind == "fd" else None,
+            "part": LOOPED_LANES_PART, "looped": True}
+
+
 def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=False, hinges=None,
                    kernels=None) -> dict | None:
     """One traced algorithm (its tape, None for a trace that stopped at a constant D that is not positive
@@ -1257,4 +1284,4 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, 
              # the centroidal momentum's rate has none: the length of inverse dynamics, compile time for a call that
              # MPC makes once per state (its batches go one state at a time)
              "cm": lane("cm", L.params.size if L.theta_blocks else 0, 6 * L.nu + 9), "cd": None}
-    return {"width": width, **kinds, "sincos": any(f and f["sincos"] for f in kinds.values())}
+    return {"width": width, **kinds, "sincos": any(f and f["sincos"] for f in kinds.values()), "looped": None}

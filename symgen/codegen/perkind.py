@@ -19,11 +19,13 @@ from __future__ import annotations
 from functools import partial
 
 from ..algorithms import soa
-from ..abi.layout import ModelLayout, sym_index
+from ..abi.layout import ModelLayout, Record, sym_index
 from ..ir.dual import DualTape, tangent
 from ..ir.tape import Tape
 
 _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+_LANE_SIGNATURE = "(int k, const sg_vd *q, const sg_vd *u, const sg_vd *p, sg_vd *ws, sg_vd *out, int *st)"
+_LANE_WALK_SIGNATURE = "(int k, sg_vd *ws, const sg_vd *x, sg_vd *y, sg_vd *rows)"
 _SIGNATURE = "(int k, const double *q, const double *u, const double *p, double *ws, double *out, double *mats)"
 
 
@@ -49,6 +51,20 @@ def body_constants(b: soa.BodyInfo, L: ModelLayout) -> list:
     for c in range(b.nu):
         out[L.body_const["arm"] + c] = b.arm(c)
     return [float(x) for x in out]
+
+
+#: the fields of a body's workspace block that a child reads (V, alpha) or adds into (P, z, f, Ic): every body's at
+#: the same offsets in :func:`lane_workspace`
+FIXED_FIELDS = (("R", 9), ("l", 3), ("V", 6), ("a", 6), ("b", 6), ("P", 21), ("z", 6), ("alpha", 6), ("f", 6), ("Ic", 10))
+
+
+def lane_workspace(nu: int) -> Record:
+    """The workspace block of a body with ``nu`` U in the lane form (W vectors per entry, so 8 times a one-state
+    block on AVX-512): the fields of :attr:`symgen.abi.layout.ModelLayout.workspace`, the fixed-size ones first
+    and the others sized by the body's own U (not the model's largest hinge), so that tiago_dual's (130 bodies)
+    is 0.8 MB of stack instead of 2.2."""
+    return Record(*FIXED_FIELDS, ("H", 6 * nu), ("G", 6 * nu), ("nu", nu), ("PH", 6 * nu), ("Dinv", nu * nu),
+                  ("eps", nu), ("F", 6 * nu))
 
 
 class _Kind:
@@ -81,8 +97,17 @@ class PerKindForm:
         self.tables = []        # C lines of the step tables
         self._made = set()      # the tables made (a step shared by two drivers is traced once)
         self._sizes = {}
+        self._compact = False   # the workspace layout: the model's, or the lane form's (_rec)
 
     # ---- reading and writing the workspace and the arguments ----------------------------------------
+    def _rec(self, kind):
+        """The layout of a body's workspace block: the model's (every block the same size) or, for the lane form
+        (:meth:`emit_lanes`), the compact one of the body's hinge (None: the fields of every body, those a child
+        reads from or adds into its parent)."""
+        if not self._compact:
+            return self.L.workspace
+        return lane_workspace(0 if kind is None else kind.rep.nu)
+
     def _kind_body(self, T: Tape, kind: _Kind) -> soa.BodyInfo:
         """The kind's representative body with its constants as runtime inputs (``c[...]``)."""
         C, rep = self.L.body_const, kind.rep
@@ -107,21 +132,21 @@ class PerKindForm:
                 tmpl.append(v)
                 continue
             tmpl.append(None)
-            T.store(f"{slot}[{self.L.workspace[field] + i}]", v)
+            T.store(f"{slot}[{self._rec(kind)[field] + i}]", v)
         if slot == "w" and not all_entries:
             kind.template[field] = tmpl
 
     def _load(self, T, kind, field, n, slot="w"):
         tmpl = kind.template.get(field) if slot == "w" else None
-        off = self.L.workspace[field]
+        off = self._rec(kind if slot == "w" else None)[field]
         return [tmpl[i] if tmpl and tmpl[i] is not None else T.input(f"{slot}[{off + i}]") for i in range(n)]
 
     def _add(self, T, field, values, index=None):
         """Add values into the parent's workspace field (``wp[..] += ..``)."""
-        off = self.L.workspace[field]
+        off = self._rec(None)[field]
         for i, v in enumerate(values):
             if not (isinstance(v, float) and v == 0.0):
-                T.effect((f"wp[{off + (index(i) if index else i)}] += ", v, ";"))
+                T.accumulate(f"wp[{off + (index(i) if index else i)}]", v)
 
     def _store_K(self, T, kind, K):
         self._store(T, kind, "R", K["R"])
@@ -140,7 +165,7 @@ class PerKindForm:
         return K
 
     def _sym6(self, T, field, slot="w"):
-        off = self.L.workspace[field]
+        off = self._rec(None)[field]
         return [[T.input(f"{slot}[{off + sym_index(i, j)}]") for j in range(6)] for i in range(6)]
 
     def _io(self, T, b):
@@ -401,6 +426,185 @@ class PerKindForm:
                          "            t = x; x = y; y = t;", "        }", "    }"]
         return out
 
+    # ---- the looped lane form: the same steps for SG_W states at once --------------------------------
+    def _lane_kernels(self, T: Tape, kind: _Kind, b: soa.BodyInfo, hinges: dict, memo: dict) -> list:
+        """The start of a lane step: the hinge kernels' outputs it reads, ``sg_vd X[16]`` etc., on lane vectors where
+        :func:`symgen.codegen.emit._lane_kernel` prints the kernel (its sines and cosines by
+        ``sg_sincos_split_lanes``), else one lane at a time (the scalar kernel the one-state step calls)."""
+        import re
+
+        from .emit import _lane_kernel
+
+        read = {}
+        for text in T.live_inputs():
+            m = re.fullmatch(r"(X|H|Hd)\[(\d+)\]", text)
+            if m:
+                read.setdefault(m.group(1), set()).add(int(m.group(2)))
+        rep = kind.rep
+        h, args = hinges.get(rep.name), self.body_layout[rep.name]["structure"]["trig_args"]
+        nq, nu = self.L.nqh[rep.k], rep.nu
+        decls, vector, per_lane = [], [], []
+        for arr, kernel, size in (("X", "transform", 16), ("H", "coord_map", 6 * nu), ("Hd", "coord_map_dot", 6 * nu)):
+            if arr not in read:
+                continue
+            live = sorted(read[arr])
+            decls.append(f"sg_vd {arr}[{size}];")
+            lane = None if h is None else _lane_kernel(h, kernel, live, arr, 0, 0, 0, memo)
+            if lane is not None:
+                vector += [re.sub(r"\b([qu])_l\[", r"\1h[", x) for x in lane]
+            else:
+                per_lane.append((kernel, size, live, arr))
+        head = []
+        if any("s_l[" in x or "c_l[" in x for x in vector):
+            n = len(args)
+            lane_angles = [re.sub(r"\bq\[(\d+)\]", r"qh[\1][l]", a) for a in args]
+            head += [f"double ang[{n} * SG_W];  /* the hinge's angles, each angle's lanes one after the other */",
+                     f"sg_vd s_l[{n}], c_l[{n}];",
+                     "for (l = 0; l < SG_W; ++l) {",
+                     *[f"    ang[{i} * SG_W + l] = {angle};" for i, angle in enumerate(lane_angles)],
+                     "}",
+                     f"sg_sincos_split_lanes({n} * SG_W, ang, (double *)s_l, (double *)c_l);"]
+        head += decls + vector
+        if per_lane:
+            k_size = max(n for _, n, _, _ in per_lane)
+            head += ["for (l = 0; l < SG_W; ++l) {  /* the hinge's kernels one lane at a time */",
+                     f"    double qr[{max(nq, 1)}], ur[{max(nu, 1)}], k_out[{k_size}];",
+                     "    int i;",
+                     f"    for (i = 0; i < {nq}; ++i) qr[i] = qh[i][l];",
+                     f"    for (i = 0; i < {nu}; ++i) ur[i] = uh[i][l];"]
+            for kernel, _, live, arr in per_lane:
+                head += [f"    sg_{kind.slug}_{kernel}(qr, ur, 0, k_out);",
+                         "    " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live)]
+            head.append("}")
+        return head
+
+    def _lane_step(self, step: str, kind: _Kind, trace, doc: str, hinges: dict, memo: dict, walk=False) -> str:
+        """One step of one kind traced and printed for SG_W states (:meth:`symgen.ir.tape.Tape.lane_lines`: the
+        body's constants ``c`` are doubles, every other value a vector); returns the function's name."""
+        import re
+
+        T = Tape()
+        b = self._kind_body(T, kind)
+        trace(T, kind, b)
+        body = T.lane_lines("sg_vd", "SG_W", scalars=("c",))
+        head = self._lane_kernels(T, kind, b, hinges, memo)
+        nm = self.name
+        fn = f"sg_{nm}_{step}_l{kind.index}"
+        text = "\n".join(head + body)
+        P = self.L.params
+        defs = [("qh", f"const sg_vd *qh = q + sg_{nm}_q0[k];"), ("uh", f"const sg_vd *uh = u + sg_{nm}_u0[k];"),
+                ("uo", f"const int uo = sg_{nm}_u0[k];"),
+                ("c", f"const double *c = sg_{nm}_body_const[k];"),
+                ("w", f"sg_vd *w = ws + sg_{nm}_lane_ws[k];"),
+                ("wp", f"sg_vd *wp = ws + sg_{nm}_lane_ws[sg_{nm}_parent[k]];"),
+                ("Th", f"const sg_vd *Th = p + {P['tau']} + sg_{nm}_u0[k];"),
+                ("fe", f"const sg_vd *fe = p + {P['f_ext']} + 6 * k;"),
+                ("outh", f"sg_vd *outh = out + sg_{nm}_u0[k];")]
+
+        def used(ident, text):
+            return re.search(rf"\b{ident}\b", text) is not None
+        pro = []
+        for ident, line in reversed(defs):       # a definition can use a later one's names (uh uses u)
+            if used(ident, text + "\n".join(pro)):
+                pro.insert(0, line)
+        full = "\n".join(pro) + "\n" + text
+        params = ("k", "ws", "x", "y", "rows") if walk else ("k", "q", "u", "p", "ws", "out", "st")
+        voids = [v for v in params if not used(v, full)]
+        signature = _LANE_WALK_SIGNATURE if walk else _LANE_SIGNATURE
+        lines = [f"/* {doc}; {kind.label}; SG_W states */", f"SG_LANE_TARGET static void {fn}{signature}", "{"]
+        if used("l", full):
+            lines.append("    int l;")
+        if voids:
+            lines.append("    " + " ".join(f"(void){v};" for v in voids))
+        lines += ["    " + ln for ln in pro + head + body] + ["}", ""]
+        self.lane_functions += lines
+        return fn
+
+    def _lane_table(self, step: str, trace, doc: str, hinges: dict, memo: dict, walk=False) -> str:
+        tbl = f"sg_{self.name}_{step}_l"
+        if tbl not in self._made:
+            self._made.add(tbl)
+            fns = [self._lane_step(step, kind, trace, doc, hinges, memo, walk) for kind in self.kinds]
+            sig = _LANE_WALK_SIGNATURE if walk else _LANE_SIGNATURE
+            self.lane_functions += [f"static void (*const {tbl}[{len(fns)}]){sig} = {{", "    " + ", ".join(fns), "};", ""]
+        return tbl
+
+    def emit_lanes(self, want, hinges: dict, body_layout: dict) -> dict:
+        """The looped lane form of ``want`` (of "fd", "id", "mm"): each step of :meth:`emit`'s drivers printed
+        for SG_W states at once (every workspace entry a vector of SG_W doubles, the bodies' constants shared), and
+        drivers that loop over the bodies as :meth:`emit`'s do.  Returns ``{kind: lines}``, the bodies of
+        ``sg_<m>_<kind>_lanes`` (templates/helpers/lanes.c.jinja: q and u, and for ID p, already in the vector
+        arrays q_l, u_l, p_l; the outputs into out_l; a D that is not positive definite in lane l into st[l]);
+        :attr:`lane_functions` holds the step functions and their tables, and the workspace offsets
+        ``sg_<m>_lane_ws`` (:func:`lane_workspace`).  Bit for bit the one-state per-kind functions' operations
+        (the hinge kernels on lane vectors compute their sines and cosines as the one-state kernels do)."""
+        self.body_layout, self._compact = body_layout, True
+        saved, self._made = self._made, set()
+        memo = {}
+        nm, nb, nu = self.name, len(self.bodies), self.L.nu
+        offsets, o = [], 0
+        for b in self.bodies:
+            offsets.append(o)
+            o += lane_workspace(b.nu).size
+        self.lane_functions = [f"/* each body's block of the lanes' workspace (symgen.codegen.perkind.lane_workspace) */",
+                               f"static const int sg_{nm}_lane_ws[{nb}] = {{ {', '.join(map(str, offsets))} }};", ""]
+        ws = [f"sg_vd ws[{max(o, 1)}];  /* the workspace, {o} vectors: {o * 8} bytes a lane */", "int k;"]
+        kinds = f"sg_{nm}_kind"
+        up, down = f"for (k = 0; k < {nb}; ++k)", f"for (k = {nb - 1}; k >= 0; --k)"
+        fixed = lane_workspace(0)
+        P0 = fixed["P"]
+        assert fixed["z"] == P0 + 21
+        zero = f"{up} for (i = 0; i < 27; ++i) for (l = 0; l < SG_W; ++l) ws[sg_{nm}_lane_ws[k] + {P0} + i][l] = 0.0;  /* P, z */"
+        out = {}
+        try:
+            if "fd" in want or "id" in want:
+                kin = self._lane_table("velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b",
+                                       hinges, memo)
+            args = "(k, q_l, u_l, p_l, ws, out_l, st)"
+            if "fd" in want:
+                tip = self._lane_table("atbi_tip", partial(self._atbi_tip, mats=False),
+                                       "ATBI tip to base: P, z, D, G, eps, nu; P+ and z+ into the parent", hinges, memo)
+                base = self._lane_table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha", hinges, memo)
+                out["fd"] = ws + [zero, f"{up} {kin}[{kinds}[k]]{args};", f"{down} {tip}[{kinds}[k]]{args};",
+                                  f"{up} {base}[{kinds}[k]]{args};"]
+            if "id" in want:
+                rb = self._lane_table("rnea_base", self._rnea_base,
+                                      "Newton-Euler base to tip: alpha, f = M alpha + b - f_ext", hinges, memo)
+                rt = self._lane_table("rnea_tip", self._rnea_tip,
+                                      "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f into the parent", hinges, memo)
+                out["id"] = ws + [f"{up} {kin}[{kinds}[k]]{args};", f"{up} {rb}[{kinds}[k]]{args};",
+                                  f"{down} {rt}[{kinds}[k]]{args};"]
+            if "mm" in want:
+                jt = self._lane_table("joint", self._joint, "X_pb and H", hinges, memo)
+                ct = self._lane_table("crba_tip", self._crba_tip, "composite inertia tip to base, the body's diagonal "
+                                      "block of M and F moved to the parent", hinges, memo)
+                walk = self._lane_table("crba_walk", self._crba_walk, "one column F at an ancestor: rows H^T F, then phi F",
+                                        hinges, memo, walk=True)
+                I0 = fixed["Ic"]
+                out["mm"] = ws + [
+                    f"sg_vd buf[12], rows[{self.L.max_nu}], *x, *y, *t;", "int j, c, r;",
+                    f"for (i = 0; i < {nu * nu}; ++i) for (l = 0; l < SG_W; ++l) out_l[i][l] = 0.0;",
+                    f"{up} for (i = 0; i < 10; ++i) for (l = 0; l < SG_W; ++l) ws[sg_{nm}_lane_ws[k] + {I0} + i][l] = 0.0;"
+                    "  /* composite inertias */",
+                    f"{up} {jt}[{kinds}[k]](k, q_l, 0, 0, ws, out_l, 0);",
+                    f"{down} {ct}[{kinds}[k]](k, q_l, 0, 0, ws, out_l, 0);",
+                    "/* each column F of body k, walked up its ancestors j: M[j, k] = M[k, j]^T = H_j^T F */",
+                    f"for (k = 0; k < {nb}; ++k)",
+                    f"    for (c = 0; c < sg_{nm}_nuh[k]; ++c) {{",
+                    "        x = buf; y = buf + 6;",
+                    f"        for (i = 0; i < 6; ++i) x[i] = ws[sg_{nm}_lane_ws[k] + sg_{nm}_lane_F[k] + 6 * c + i];",
+                    f"        for (j = sg_{nm}_parent[k]; j >= 0; j = sg_{nm}_parent[j]) {{",
+                    f"            {walk}[{kinds}[j]](j, ws, x, y, rows);",
+                    f"            for (r = 0; r < sg_{nm}_nuh[j]; ++r)",
+                    f"                out_l[(sg_{nm}_u0[j] + r) * {nu} + sg_{nm}_u0[k] + c] = "
+                    f"out_l[(sg_{nm}_u0[k] + c) * {nu} + sg_{nm}_u0[j] + r] = rows[r];",
+                    "            t = x; x = y; y = t;", "        }", "    }"]
+                self.lane_functions[1:1] = [
+                    f"static const int sg_{nm}_lane_F[{nb}] = {{ {', '.join(str(lane_workspace(b.nu)['F']) for b in self.bodies)} }};"]
+        finally:
+            self._made, self._compact = saved | self._made, False
+        return out
+
     def c_tables(self) -> list:
         """The topology and constants tables the step functions read."""
         nm, L = self.name, self.L
@@ -412,7 +616,8 @@ class PerKindForm:
                    if self.functions else []) + [
                  f"static const int sg_{nm}_parent[{len(self.bodies)}] = {{ {ints(b.parent for b in self.bodies)} }};",
                  *([f"static const int sg_{nm}_q0[{len(self.bodies)}] = {{ {ints(L.q0)} }};"]
-                   if any(f"sg_{nm}_q0[" in ln for ln in self.functions) else []),
+                   if any(f"sg_{nm}_q0[" in ln for ln in self.functions + getattr(self, "lane_functions", []))
+                   else []),
                  f"static const int sg_{nm}_u0[{len(self.bodies)}] = {{ {ints(L.u0)} }};",
                  f"static const int sg_{nm}_nuh[{len(self.bodies)}] = {{ {ints(L.nuh)} }};",
                  f"/* per body: m, h = m c (3), J about the origin (xx xy xz yy yz zz), onode R l, pnode^-1 R l, "
@@ -435,13 +640,12 @@ class _StepDual(DualTape):
     def store(self, target: str, value) -> None:
         super().store("d" + target if target[:2] in ("w[", "wp") else target, value)
 
-    def effect(self, parts) -> None:
-        if len(parts) != 3 or not parts[0].startswith("wp["):
-            raise NotImplementedError(f"a tangent step has no form for {parts!r}")
-        target, value, end = parts
+    def accumulate(self, target: str, value) -> None:
+        if not target.startswith("wp["):
+            raise NotImplementedError(f"a tangent step has no form for {target} += ...")
         d = tangent(value)
         if not (isinstance(d, float) and d == 0.0):
-            self.T.effect(("d" + target, d, end))
+            self.T.accumulate("d" + target, d)
 
 
 class PerKindDerivatives(PerKindForm):

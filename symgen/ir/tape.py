@@ -238,10 +238,10 @@ class Tape:
 
     # ---- effects and names
     # Statements are typed, so each printer (:meth:`lines`, :meth:`lane_lines`) says in its own words what they
-    # do: ("def", v), ("store", target, value), ("store_int", target, local), ("check", value, status, why),
-    # ("fill", array, n, why), ("locals", arrays, ints, comment), ("invoke", function, args, result),
-    # ("invoke_if", values, invoke, fill), ("return", value), ("effect", parts) (C written by a
-    # code-generation caller), ("comment", text).
+    # do: ("def", v), ("store", target, value), ("add", target, value) (``+=``), ("store_int", target, local),
+    # ("check", value, status, why), ("fill", array, n, why), ("locals", arrays, ints, comment),
+    # ("invoke", function, args, result), ("invoke_if", values, invoke, fill), ("return", value), ("effect", parts)
+    # (C written by a code-generation caller), ("comment", text).
     def store(self, target: str, value) -> None:
         """``target = value`` (a float is written as a literal); ``target`` names an array entry, ``out[3]``."""
         if isinstance(value, Val):
@@ -297,6 +297,12 @@ class Tape:
                 raise TypeError(f"argument {a!r} of {function!r} is not an identifier, Ptr, int, float or None")
         return ("invoke", _identifier(function), tuple(args), None if result is None else _identifier(result))
 
+    def accumulate(self, target: str, value) -> None:
+        """``target += value`` (a parent's sum of its children's pushes: P+, z+, f); ``target`` names an array entry."""
+        if isinstance(value, Val):
+            value.used = True
+        self._stmts.append(("add", target, value))
+
     def store_int(self, target: str, local: str) -> None:
         """``target = local`` as a double; ``local`` names an integer local (a rank an :meth:`invoke` returned)."""
         self._stmts.append(("store_int", target, _identifier(local)))
@@ -338,7 +344,7 @@ class Tape:
         """The values a statement that is not a definition reads."""
         if s[0] == "effect":
             return [p for p in s[1] if isinstance(p, Val)]
-        if s[0] in ("store", "check", "return"):
+        if s[0] in ("store", "add", "check", "return"):
             return [x for x in s[1:3] if isinstance(x, Val)]
         if s[0] == "invoke_if":
             return list(s[1])
@@ -394,6 +400,8 @@ class Tape:
                 out.append(f"const double {s[1].name} = {c_expr(s[1].op, name)};")
             elif kind == "store":
                 out.append(f"{s[1]} = {value(s[2])};")
+            elif kind == "add":
+                out.append(f"{s[1]} += {value(s[2])};")
             elif kind == "store_int":
                 out.append(f"{s[1]} = (double){s[2]};")
             elif kind == "check":
@@ -444,29 +452,48 @@ class Tape:
 
     # ---- the lane form: the same statements for W states at once
     def lane_lines(self, vector: str = "sg_vd", width: str = "SG_W", arrays: dict | None = None,
-                   rows: dict | None = None) -> list:
+                   rows: dict | None = None, scalars=()) -> list:
         """The statements of :meth:`lines` for W (``width``) states at once: every temporary is a ``vector`` (a C
         type of W doubles, ``__attribute__((vector_size))``, on which the compiler's +, -, *, / act lane by lane), so
         each lane computes the same operations in the same order as :meth:`lines`.  An input ``A[i]`` is read
         from the vector array ``A'[i]`` (``arrays`` renames A to A', e.g. ``{"u": "u_l"}``); a store
         ``out[i] = v;`` writes ``out'[i]``, or, for an array in ``rows`` (array -> row length), lane l's entry i of
-        that array's row-major rows, ``out[l * row + i]`` (no vector array to copy out afterwards).  A pivot check (``if (!(d > 0.0)) return k;``) records, per lane l,
-        the first body whose D is not positive definite in ``st[l]`` (the caller declares ``int st[W]``
-        zeroed, and ``l``) and goes on; ``return 0;`` is left to the caller.  Names are those of :meth:`lines`.
-        Raises :class:`LaneError` for a statement it cannot print per lane (a call, the locals and routine calls
-        of :meth:`local_arrays`, :meth:`invoke`, :meth:`invoke_if_nonzero`, :meth:`store_int`, another effect)."""
-        arrays, rows = arrays or {}, rows or {}
+        that array's row-major rows, ``out[l * row + i]`` (no vector array to copy out afterwards).  The inputs of
+        the arrays in ``scalars`` are one double for every lane (a body's constants in the looped schedule); a
+        value that reads only them and constants is a ``double`` too (C's vector extensions take a scalar operand
+        as a vector of copies), stored into every lane of its target.  A store or ``+=`` target may index its
+        array with an expression (``out[(uo + 1) * 7 + uo]``).  A pivot check (``if (!(d > 0.0)) return k;``)
+        records, per lane l, the first body whose D is not positive definite in ``st[l]`` (the caller declares
+        ``int st[W]`` zeroed, and ``l``) and goes on; ``return 0;`` is left to the caller.  Names are those of
+        :meth:`lines`.  Raises :class:`LaneError` for a statement it cannot print per lane (a call of a lane
+        value, the locals and routine calls of :meth:`local_arrays`, :meth:`invoke`, :meth:`invoke_if_nonzero`,
+        :meth:`store_int`, another effect)."""
+        arrays, rows, scalars = arrays or {}, rows or {}, set(scalars)
         self.lines()                                      # names the live temporaries
         loop = f"for (l = 0; l < {width}; ++l)"
+        scalar = {}
+
+        def is_scalar(v):
+            if not isinstance(v, Val):
+                return True
+            got = scalar.get(id(v))
+            if got is None:
+                got = scalar[id(v)] = (v.ref is not None and v.ref[0] in scalars) if v.is_input else \
+                    all(is_scalar(d) for d in v.deps)
+            return got
 
         def entry(text):
-            renamed = _renamed_entry(text, arrays)
-            if renamed is None:
+            m = re.fullmatch(r"(\w+)\[(.+)\]", text)
+            if m is None:
                 raise LaneError(f"{text!r} is not an array entry")
-            return renamed
+            return f"{arrays.get(m.group(1), m.group(1))}[{m.group(2)}]"
 
         def ref(v):
-            return entry(v.name) if v.is_input else v.name
+            return (v.name if v.ref[0] in scalars else entry(v.name)) if v.is_input else v.name
+
+        def every_lane(x):
+            """A scalar (a double or a float) as what lane l of a target takes."""
+            return ref(x) if isinstance(x, Val) else _const(x)
 
         out = []
         for s in self._printed():
@@ -474,24 +501,29 @@ class Tape:
             if kind == "comment":
                 out.append(f"/* {s[1]} */")
             elif kind == "def":
+                if is_scalar(s[1]):
+                    out.append(f"const double {s[1].name} = {c_expr(s[1].op, ref)};")
+                    continue
                 if s[1].op[0] == "call":
                     raise LaneError(f"call {s[1].op[1]!r}")
                 out.append(f"const {vector} {s[1].name} = {c_expr(s[1].op, ref)};")
-            elif kind == "store":                         # a constant one lane by lane
+            elif kind in ("store", "add"):                # a scalar one lane by lane
                 tgt, value = s[1], s[2]
                 m = re.fullmatch(r"(\w+)\[(\d+)\]", tgt)
-                lane = f"{ref(value)}[l]" if isinstance(value, Val) else _const(value)
+                op = "=" if kind == "store" else "+="
                 if m and m.group(1) in rows:
-                    out.append(f"{loop} {m.group(1)}[(long)l * {rows[m.group(1)]} + {m.group(2)}] = {lane};")
-                elif isinstance(value, Val):
-                    out.append(f"{entry(tgt)} = {ref(value)};")
+                    lane = every_lane(value) if is_scalar(value) else f"{ref(value)}[l]"
+                    out.append(f"{loop} {m.group(1)}[(long)l * {rows[m.group(1)]} + {m.group(2)}] {op} {lane};")
+                elif not is_scalar(value):
+                    out.append(f"{entry(tgt)} {op} {ref(value)};")
                 else:
-                    out.append(f"{loop} {entry(tgt)}[l] = {lane};")
+                    out.append(f"{loop} {entry(tgt)}[l] {op} {every_lane(value)};")
             elif kind == "return":
                 if s[1] != 0:
                     raise LaneError(f"return {s[1]!r}")
             elif kind == "check":
-                out.append(f"{loop} if (!st[l] && !({ref(s[1])}[l] > 0.0)) st[l] = {s[2]};  /* {s[3]} */")
+                lane = ref(s[1]) if is_scalar(s[1]) else f"{ref(s[1])}[l]"
+                out.append(f"{loop} if (!st[l] && !({lane} > 0.0)) st[l] = {s[2]};  /* {s[3]} */")
             elif kind == "fill":
                 arr, n = s[1], s[2]
                 if arr in rows:
