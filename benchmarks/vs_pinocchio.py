@@ -236,12 +236,12 @@ def main(argv=None) -> int:
         os.environ["SYMGEN_LANE_WIDTH"] = str(args.lane_width)
     if args.all:
         args.c = args.mujoco = args.pin_cpp = True
-    from symgen.pipeline.compile import OPT_FLAGS
+    from symgen.pipeline.compile import opt_flags
 
     from symgen.codegen.lanes import lane_width
 
     results = {"machine": f"{platform.machine()} {platform.processor() or ''}".strip(), "lane_width": lane_width(),
-               "python": platform.python_version(), "symgen_flags": list(OPT_FLAGS), "robots": []}
+               "python": platform.python_version(), "symgen_flags": list(opt_flags()), "robots": []}
     for spec in args.robots:
         path, floating = parse_robot(spec)
         res = bench_robot(path, floating, args.n, args.rounds, args.single)

@@ -19,13 +19,19 @@ from pathlib import Path
 
 import pytest
 
+#: the suite compiles its models without optimization (symgen.pipeline.compile.opt_flags, SYMGEN_OPT=0): the same
+#: numbers bit for bit in a tenth of the compile time (a big model's long functions 10-20 times less), which is most
+#: of the suite's time; tests/test_opt_levels.py checks the default level (-O3) against it, bit for bit.
+#: ``SYMGEN_OPT=3 python -m pytest`` runs the suite on optimized modules.
+os.environ.setdefault("SYMGEN_OPT", "0")
+
 #: files whose every test is slow (they build many or large models)
 SLOW_FILES = {
     "test_closed_chains.py", "test_closed_chains_pinocchio.py", "test_closed_chains_robust.py",
     "test_closed_examples.py", "test_compound_hinge.py", "test_c_kernels.py", "test_derivatives.py", "test_docs.py",
     "test_fast_paths.py", "test_flexible.py", "test_hinge_identities.py", "test_lane_widths.py", "test_lanes.py",
     "test_load_checks.py", "test_mjcf.py",
-    "test_model_kinematics.py", "test_notebooks.py", "test_parametric.py", "test_per_kind_form.py",
+    "test_model_kinematics.py", "test_notebooks.py", "test_opt_levels.py", "test_parametric.py", "test_per_kind_form.py",
     "test_real_robots.py", "test_rollout.py", "test_shipped_c.py", "test_sweep.py", "test_sympy_printing.py",
 }
 #: files of which only the tests matching these patterns (fnmatch, on the name with its parameters) are fast:

@@ -70,14 +70,14 @@ def _compiler():
 
 
 def _compile(cc, src: Path, exe: Path, manifest: dict, header: str) -> list:
-    from symgen.pipeline.compile import OPT_FLAGS
+    from symgen.pipeline.compile import opt_flags
 
     name = manifest["name"]
     defs = [f"-DSG_NAME={name}", f'-DSG_HEADER="{name}.h"', f"-DSG_NQ={manifest['nq']}",
             f"-DSG_NU={manifest['nu']}", f"-DSG_NB={manifest['nb']}"]
     if re.search(rf"\bint\s+sg_{name}_forward_dynamics\s*\(", header):
         defs.append("-DSG_FD_INT")
-    flags = ["-std=c99", *OPT_FLAGS]
+    flags = ["-std=c99", *opt_flags()]
     cmd = [*cc, *flags, *defs, f"-I{src}", str(HERE / "sg_bench.c"), str(src / f"{name}.c"), "-o", str(exe), "-lm"]
     h = hashlib.sha256("\0".join(cmd).encode())
     for f in sorted(src.iterdir()):

@@ -779,7 +779,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
                             + (() if flexible else ("mats", "upsilon")))
     # the looped lane form of the entry points that take the per-kind form (their steps for SG_W states at once)
-    looped = per_kind.emit_lanes(tuple(k for k in ("fd", "id", "mm") if traced[k] is None), hinges or {}, layout) \
+    looped = per_kind.emit_lanes(tuple(k for k in ("fd", "id", "mm") if traced[k] is None), hinges or {}, layout,
+                                 _lane_kernel) \
         if not flexible and any(traced[k] is None for k in ("fd", "id", "mm")) else {}
     for k, lines in looped.items():
         lanes[k] = _looped_lane_function(k, lines, L)

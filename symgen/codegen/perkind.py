@@ -429,12 +429,11 @@ class PerKindForm:
     # ---- the looped lane form: the same steps for SG_W states at once --------------------------------
     def _lane_kernels(self, T: Tape, kind: _Kind, b: soa.BodyInfo, hinges: dict, memo: dict) -> list:
         """The start of a lane step: the hinge kernels' outputs it reads, ``sg_vd X[16]`` etc., on lane vectors where
-        :func:`symgen.codegen.emit._lane_kernel` prints the kernel (its sines and cosines by
+        ``self._lane_kernel`` (:func:`symgen.codegen.emit._lane_kernel`) prints the kernel (its sines and cosines by
         ``sg_sincos_split_lanes``), else one lane at a time (the scalar kernel the one-state step calls)."""
         import re
 
-        from .emit import _lane_kernel
-
+        _lane_kernel = self._lane_kernel
         read = {}
         for text in T.live_inputs():
             m = re.fullmatch(r"(X|H|Hd)\[(\d+)\]", text)
@@ -529,7 +528,7 @@ class PerKindForm:
             self.lane_functions += [f"static void (*const {tbl}[{len(fns)}]){sig} = {{", "    " + ", ".join(fns), "};", ""]
         return tbl
 
-    def emit_lanes(self, want, hinges: dict, body_layout: dict) -> dict:
+    def emit_lanes(self, want, hinges: dict, body_layout: dict, lane_kernel) -> dict:
         """The looped lane form of ``want`` (of "fd", "id", "mm"): each step of :meth:`emit`'s drivers printed
         for SG_W states at once (every workspace entry a vector of SG_W doubles, the bodies' constants shared), and
         drivers that loop over the bodies as :meth:`emit`'s do.  Returns ``{kind: lines}``, the bodies of
@@ -537,8 +536,10 @@ class PerKindForm:
         arrays q_l, u_l, p_l; the outputs into out_l; a D that is not positive definite in lane l into st[l]);
         :attr:`lane_functions` holds the step functions and their tables, and the workspace offsets
         ``sg_<m>_lane_ws`` (:func:`lane_workspace`).  Bit for bit the one-state per-kind functions' operations
-        (the hinge kernels on lane vectors compute their sines and cosines as the one-state kernels do)."""
-        self.body_layout, self._compact = body_layout, True
+        (the hinge kernels on lane vectors compute their sines and cosines as the one-state kernels do).
+        ``lane_kernel(hinge, kernel, live, array, q0, u0, trig0, memo)``: a hinge kernel's lines on lane vectors, or
+        None (:func:`symgen.codegen.emit._lane_kernel`)."""
+        self.body_layout, self._compact, self._lane_kernel = body_layout, True, lane_kernel
         saved, self._made = self._made, set()
         memo = {}
         nm, nb, nu = self.name, len(self.bodies), self.L.nu

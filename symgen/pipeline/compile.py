@@ -37,15 +37,35 @@ STRICT_FLAGS = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic")
 #: on machines like the one that built it; the flag is part of the module's content hash).  Functions start on
 #: a cache line.  The long straight-line functions' speed depends on the code's layout in ways this does not
 #: fully remove: the floating humanoid's one-state mass matrix measured 1.07 or 1.35 µs as an unrelated helper
-#: (sg_sincos) shrank, and 1.01 with the shrunk helper and this flag (benchmarks/vs_pinocchio.py watches it)
-OPT_FLAGS = ("-O3", "-falign-functions=64") + (("-march=native",) if os.environ.get("SYMGEN_MARCH_NATIVE") == "1" else ())
-CDEF_BEGIN, CDEF_END = "/* SG_CDEF_BEGIN */", "/* SG_CDEF_END */"
+#: (sg_sincos) shrank, and 1.01 with the shrunk helper and this flag (benchmarks/vs_pinocchio.py watches it).
+#: SYMGEN_OPT=0|1|2|3|s sets the optimization level (default 3; part of the module's content hash like every flag):
+#: ``0`` compiles a big model's long functions 10-20 times faster (Talos's forward dynamics: 0.7 s instead of 12 s)
+#: into code several times slower, the same numbers bit for bit (C99 without -ffast-math: IEEE arithmetic in the
+#: order written, no FMA contraction, at every level; tests/test_opt_levels.py checks it).  For quick iterations
+#: and test suites (symgen's own runs at 0), not for speed.
+OPT_LEVELS = ("0", "1", "2", "3", "s")
 
-stats = {"compiles": 0, "hits": 0}
+
+def opt_flags() -> tuple:
+    """The optimization flags of every module, as the environment sets them now (``SYMGEN_OPT``,
+    ``SYMGEN_MARCH_NATIVE``)."""
+    level = os.environ.get("SYMGEN_OPT", "3").strip() or "3"
+    if level not in OPT_LEVELS:
+        raise BuildError(f"SYMGEN_OPT={level!r}: the optimization level is one of {', '.join(OPT_LEVELS)}")
+    return (f"-O{level}", "-falign-functions=64") + (("-march=native",) if os.environ.get("SYMGEN_MARCH_NATIVE") == "1"
+                                                       else ())
 
 
 class BuildError(RuntimeError):
     """A build that could not produce a module (no compiler, compile error, ...)."""
+
+
+#: the default optimization flags (SYMGEN_OPT and SYMGEN_MARCH_NATIVE unset)
+OPT_FLAGS = ("-O3", "-falign-functions=64")
+CDEF_BEGIN, CDEF_END = "/* SG_CDEF_BEGIN */", "/* SG_CDEF_END */"
+
+stats = {"compiles": 0, "hits": 0}
+
 
 
 def compiler() -> list:
@@ -81,9 +101,10 @@ def ext_suffix() -> str:
     return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 
 
-def module_name(base: str, files: dict, flags=OPT_FLAGS) -> str:
+def module_name(base: str, files: dict, flags=None) -> str:
     import cffi
 
+    flags = opt_flags() if flags is None else flags
     h = hashlib.sha256()
     for fname in sorted(files):
         h.update(fname.encode() + b"\0" + files[fname].encode() + b"\0")
@@ -150,19 +171,22 @@ def _clean_stale_tmp(tmp_root: Path, older_than_s: float = 3600.0) -> None:
             pass
 
 
-def module_key(base: str, files: dict, flags=OPT_FLAGS, compile_only=None, parts=None) -> str:
-    """The content-hash module name :func:`build_module` gives these files with these options."""
+def module_key(base: str, files: dict, flags=None, compile_only=None, parts=None) -> str:
+    """The content-hash module name :func:`build_module` gives these files with these options (``flags``: default
+    :func:`opt_flags`)."""
+    flags = opt_flags() if flags is None else flags
     return module_name(base, files, tuple(flags) + tuple(sorted(compile_only or ()))
                        + tuple(f"SG_PART={k}" for k in (parts or ())))
 
 
-def build_module(base: str, files: dict, label: str, flags=OPT_FLAGS, lock_timeout: float = 600.0,
+def build_module(base: str, files: dict, label: str, flags=None, lock_timeout: float = 600.0,
                  compile_only=None, parts=None):
     """Compile ``files`` ({name: text}; ``.c`` sources and ``.h`` headers) into a cffi module named by
     content hash and import it.  ``compile_only`` names the ``.c`` files that are translation units (the
     others are included by them); default: every ``.c``.  ``parts``: compile each of them once per
     ``-DSG_PART=k`` (a model's long functions, templates/model.c.jinja), in parallel.
     Returns ``(module, name, path)``."""
+    flags = opt_flags() if flags is None else flags
     name = module_key(base, files, flags, compile_only, parts)
     with progress.step("compile", name) as step:
         return _built_module(name, files, label, flags, lock_timeout, compile_only, parts, step)
@@ -339,7 +363,7 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
     os.replace(built, target)
 
 
-def build_extension(base: str, source: str, label: str, include_dirs=(), key=(), flags=OPT_FLAGS,
+def build_extension(base: str, source: str, label: str, include_dirs=(), key=(), flags=None,
                     lock_timeout: float = 600.0):
     """Compile one hand-written C file (``source``, its text) into a plain CPython extension module, cached
     and locked as :func:`build_module`'s modules are (no cffi, no setuptools): named
@@ -347,6 +371,7 @@ def build_extension(base: str, source: str, label: str, include_dirs=(), key=(),
     version for its C API), Python ABI); checked with the strict flags (``include_dirs`` as system headers,
     whose own warnings are not the file's), compiled with ``flags``, imported.  The file defines its init
     function from ``SG_FASTCALL_NAME`` / ``SG_FASTCALL_INIT``.  Returns ``(module, name, path)``."""
+    flags = opt_flags() if flags is None else flags
     h = hashlib.sha256(source.encode() + b"\0")
     cc = compiler()
     for part in (" ".join(cc), compiler_version(cc), " ".join(flags), *include_dirs, *map(str, key), ext_suffix(),

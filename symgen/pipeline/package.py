@@ -20,7 +20,7 @@ from ..abi.layout import ALL_DERIVATIVE_PARTS
 from ..diagnostics import (DefaultTransformWarning, Diagnostic, IllConditionedWarning, SingularHingeWarning, collecting,
                            emit, grouped)
 from ..progress import step
-from .compile import OPT_FLAGS, BuildError, build_extension, build_module, module_key, stats
+from .compile import BuildError, opt_flags, build_extension, build_module, module_key, stats
 from .sources import cached_model_sources
 from ..paths import package_dir
 
@@ -49,8 +49,8 @@ def _compile_options(manifest: dict, derivatives: bool):
     module is compiled with -DSG_NO_DERIVATIVES (their functions return -2: compiled on first use)."""
     parts = manifest.get("parts")
     if derivatives:
-        return OPT_FLAGS, parts
-    return OPT_FLAGS + ("-DSG_NO_DERIVATIVES",), [k for k in parts if k not in ALL_DERIVATIVE_PARTS] if parts else parts
+        return opt_flags(), parts
+    return opt_flags() + ("-DSG_NO_DERIVATIVES",), [k for k in parts if k not in ALL_DERIVATIVE_PARTS] if parts else parts
 
 
 def module_of_sources(files: dict, manifest: dict, label: str, derivatives: bool = False):

@@ -1,0 +1,74 @@
+"""The optimization level (``SYMGEN_OPT``, symgen.pipeline.compile.opt_flags) changes the speed of the generated C,
+never its numbers: C99 without -ffast-math is IEEE arithmetic in the order the source writes it (no FMA
+contraction, no reassociation) at every level.  The suite compiles its models at -O0 (tests/conftest.py), so this
+file builds two models again at the default -O3 and compares them with the suite's builds, bit for bit: one state
+and batches (the lane forms, unrolled and looped), kinematics, the derivatives and a rollout."""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgen
+from symgen.pipeline.compile import BuildError, opt_flags
+
+MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
+
+
+@contextmanager
+def _opt(level):
+    old = os.environ.get("SYMGEN_OPT")
+    os.environ["SYMGEN_OPT"] = level
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("SYMGEN_OPT", None)
+        else:
+            os.environ["SYMGEN_OPT"] = old
+
+
+#: arm7 (the unrolled schedule, its derivatives) and the floating quadruped in the per-kind form (the looped lanes);
+#: each built at -O3 here and at the suite's level by the other files (test_lanes, test_per_kind_form)
+CASES = [("arm7.urdf", False, "auto"), ("quadruped.urdf", True, "per_kind")]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[f"{m}-{form}" for m, _, form in CASES])
+def pair(request):
+    name, floating, form = request.param
+    kw = {"floating_base": floating, "form": form, "derivatives": form == "auto"}
+    with _opt("3"):
+        fast = symgen.build(MODELS / name, **kw)
+    return fast, symgen.build(MODELS / name, **kw)
+
+
+def test_the_levels_are_two_modules(pair):
+    fast, suite = pair
+    assert fast.manifest["module"] != suite.manifest["module"] or os.environ.get("SYMGEN_OPT", "3") == "3"
+
+
+def test_optimized_and_unoptimized_modules_agree_bit_for_bit(pair):
+    fast, suite = pair
+    rng = np.random.default_rng(17)
+    n = 2 * fast.lane_width + 3
+    Q = fast.sanitize(rng.uniform(-2, 2, (n, fast.nq)))
+    U, T = rng.normal(size=(n, fast.nu)), rng.normal(size=(n, fast.nu))
+    checks = [("FD", lambda m: m.forward_dynamics(Q, U, T)), ("ID", lambda m: m.inverse_dynamics(Q, U, T)),
+              ("M", lambda m: m.mass_matrix(Q)), ("FD one state", lambda m: m.forward_dynamics(Q[0], U[0], T[0])),
+              ("poses", lambda m: m.frame_poses(Q[1])),
+              ("rollout", lambda m: m.rollout(Q, U, T=np.repeat(T[:, None], 5, axis=1), dt=1e-3, n_steps=5)["q"])]
+    if fast.forms["forward_dynamics"] == "straight":
+        checks += [("FD derivatives", lambda m: m.forward_dynamics_derivatives(Q, U, T)),
+                   ("ID derivatives", lambda m: m.inverse_dynamics_derivatives(Q[2], U[2], T[2]))]
+    for what, f in checks:
+        np.testing.assert_array_equal(f(fast), f(suite), err_msg=f"{fast.name}: {what}, -O3 against the suite's level")
+
+
+def test_a_bad_level_is_refused_with_its_name():
+    with _opt("fast"), pytest.raises(BuildError, match=r"SYMGEN_OPT='fast'.*0, 1, 2, 3, s"):
+        opt_flags()
+    with _opt("2"):
+        assert opt_flags()[0] == "-O2"
