@@ -21,6 +21,7 @@ from functools import partial
 from ..algorithms import soa
 from ..abi.layout import ModelLayout, Record, sym_index
 from ..ir.dual import DualTape, tangent
+from ..hinges.derive import NEEDS_U
 from ..ir.tape import Tape
 
 _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
@@ -466,11 +467,13 @@ class PerKindForm:
         head += decls + vector
         if per_lane:
             k_size = max(n for _, n, _, _ in per_lane)
+            # U only where a kernel reads it (coord_map_dot): the mass matrix's steps have no U (a null u)
+            reads_u = any(kernel in NEEDS_U for kernel, _, _, _ in per_lane)
             head += ["for (l = 0; l < SG_W; ++l) {  /* the hinge's kernels one lane at a time */",
-                     f"    double qr[{max(nq, 1)}], ur[{max(nu, 1)}], k_out[{k_size}];",
+                     f"    double qr[{max(nq, 1)}], ur[{max(nu, 1)}] = {{0.0}}, k_out[{k_size}];",
                      "    int i;",
                      f"    for (i = 0; i < {nq}; ++i) qr[i] = qh[i][l];",
-                     f"    for (i = 0; i < {nu}; ++i) ur[i] = uh[i][l];"]
+                     *([f"    for (i = 0; i < {nu}; ++i) ur[i] = uh[i][l];"] if reads_u else [])]
             for kernel, _, live, arr in per_lane:
                 head += [f"    sg_{kind.slug}_{kernel}(qr, ur, 0, k_out);",
                          "    " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live)]
