@@ -16,6 +16,7 @@ a table indexed by kind, so a pass over the bodies is one C loop::
 """
 from __future__ import annotations
 
+import re
 from functools import partial
 
 from ..algorithms import soa
@@ -28,6 +29,21 @@ _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
 _LANE_SIGNATURE = "(int k, const sg_vd *q, const sg_vd *u, const sg_vd *p, sg_vd *ws, sg_vd *out, int *st)"
 _LANE_WALK_SIGNATURE = "(int k, sg_vd *ws, const sg_vd *x, sg_vd *y, sg_vd *rows)"
 _SIGNATURE = "(int k, const double *q, const double *u, const double *p, double *ws, double *out, double *mats)"
+
+
+def _uses(ident: str, text: str) -> bool:
+    return re.search(rf"\b{ident}\b", text) is not None
+
+
+def _prologue(defs, text: str, params) -> tuple:
+    """(the definitions of ``defs`` ((name, C line), in order) that a step's ``text`` uses, the ``params`` it leaves
+    unused); a definition can use a later one's names (uh uses u)."""
+    pro = []
+    for ident, line in reversed(defs):
+        if _uses(ident, text + "\n".join(pro)):
+            pro.insert(0, line)
+    full = "\n".join(pro) + "\n" + text
+    return pro, [p for p in params if not _uses(p, full)]
 
 
 def _is_identity_R(R) -> bool:
@@ -328,16 +344,7 @@ class PerKindForm:
                 ("dwp", f"double *dwp = dws + {L.workspace.size} * sg_{nm}_parent[k];"),
                 ("sqh", f"const double *sqh = sq + sg_{nm}_q0[k];"),
                 ("suh", f"const double *suh = su + sg_{nm}_u0[k];")]
-        import re
-
-        def used(ident, text):
-            return re.search(rf"\b{ident}\b", text) is not None
-        pro = []
-        for ident, line in reversed(defs):       # a definition can use a later one's names (uh uses u)
-            if used(ident, text + "\n".join(pro)):
-                pro.insert(0, line)
-        full = "\n".join(pro) + "\n" + text
-        voids = [p for p in (params or ("k", "q", "u", "p", "ws", "out", "mats")) if not used(p, full)]
+        pro, voids = _prologue(defs, text, params or ("k", "q", "u", "p", "ws", "out", "mats"))
         lines = [f"/* {doc}; {kind.label} */", f"static {'int' if signature == _SIGNATURE else 'void'} {fn}{signature}", "{"]
         if voids:
             lines.append("    " + " ".join(f"(void){v};" for v in voids))
@@ -432,8 +439,6 @@ class PerKindForm:
         """The start of a lane step: the hinge kernels' outputs it reads, ``sg_vd X[16]`` etc., on lane vectors where
         ``self._lane_kernel`` (:func:`symgen.codegen.emit._lane_kernel`) prints the kernel (its sines and cosines by
         ``sg_sincos_split_lanes``), else one lane at a time (the scalar kernel the one-state step calls)."""
-        import re
-
         _lane_kernel = self._lane_kernel
         read = {}
         for text in T.live_inputs():
@@ -483,8 +488,6 @@ class PerKindForm:
     def _lane_step(self, step: str, kind: _Kind, trace, doc: str, hinges: dict, memo: dict, walk=False) -> str:
         """One step of one kind traced and printed for SG_W states (:meth:`symgen.ir.tape.Tape.lane_lines`: the
         body's constants ``c`` are doubles, every other value a vector); returns the function's name."""
-        import re
-
         T = Tape()
         b = self._kind_body(T, kind)
         trace(T, kind, b)
@@ -502,19 +505,11 @@ class PerKindForm:
                 ("Th", f"const sg_vd *Th = p + {P['tau']} + sg_{nm}_u0[k];"),
                 ("fe", f"const sg_vd *fe = p + {P['f_ext']} + 6 * k;"),
                 ("outh", f"sg_vd *outh = out + sg_{nm}_u0[k];")]
-
-        def used(ident, text):
-            return re.search(rf"\b{ident}\b", text) is not None
-        pro = []
-        for ident, line in reversed(defs):       # a definition can use a later one's names (uh uses u)
-            if used(ident, text + "\n".join(pro)):
-                pro.insert(0, line)
-        full = "\n".join(pro) + "\n" + text
         params = ("k", "ws", "x", "y", "rows") if walk else ("k", "q", "u", "p", "ws", "out", "st")
-        voids = [v for v in params if not used(v, full)]
+        pro, voids = _prologue(defs, text, params)
         signature = _LANE_WALK_SIGNATURE if walk else _LANE_SIGNATURE
         lines = [f"/* {doc}; {kind.label}; SG_W states */", f"SG_LANE_TARGET static void {fn}{signature}", "{"]
-        if used("l", full):
+        if _uses("l", "\n".join(pro) + "\n" + text):
             lines.append("    int l;")
         if voids:
             lines.append("    " + " ".join(f"(void){v};" for v in voids))
