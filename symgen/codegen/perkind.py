@@ -655,7 +655,7 @@ class PerKindDerivatives(PerKindForm):
     direction, over the bodies the direction moves: its body's subtree base to tip, then that subtree and its
     ancestors tip to base.  dT/dUdot is M (``sg_<m>_mass_matrix``).  Forward dynamics: ``dUdot = M^-1 (dT -
     dRNEA)`` at FD's Udot, and M^-1, by M = L^T L with L of M's tree sparsity (Featherstone's LTL factorization,
-    no fill-in) and two sparse triangular solves per column.
+    no fill-in) and two sparse triangular solves, each for all the columns of a block at once.
     The values' steps are traced again under their own names (``sg_<m>_dv_...``): the derivatives are a
     translation unit of their own."""
 
@@ -777,9 +777,9 @@ class PerKindDerivatives(PerKindForm):
             if b.nu:
                 last[b.k] = prev
         P = L.params
-        fd = [f"double pu[{P.size}], udot[{max(nu, 1)}], col[{max(nu, 1)}], Lf[{max(nu * nu, 1)}];",
+        fd = [f"double pu[{P.size}], udot[{max(nu, 1)}], Lf[{max(nu * nu, 1)}];",
               f"static const int lam[{max(nu, 1)}] = {{{ints(lam)}}};  /* the U before each U on its path to the root */",
-              "int i, j, d, s, ndq = tangent ? " + f"{nu} : {nq};",
+              "int i, j, d, s, b, c, ndq = tangent ? " + f"{nu} : {nq};",
               f"double *Minv = out + ndq * {nu} + {nu * nu};",
               f"if ((s = sg_{nm}_forward_dynamics(q, u, p, udot)) != 0) return s;",
               f"for (i = 0; i < {P.size}; ++i) pu[i] = p[i];",
@@ -795,20 +795,33 @@ class PerKindDerivatives(PerKindForm):
               f"    for (i = lam[d]; i >= 0; i = lam[i])",
               f"        for (j = i; j >= 0; j = lam[j]) Lf[i * {nu} + j] -= Lf[d * {nu} + i] * Lf[d * {nu} + j];",
               "}",
-              f"for (d = 0; d < ndq + {nu} + {nu}; ++d) {{  /* column d: -M^-1 dRNEA (Q, U), then M^-1 e_j */",
-              f"    double *o = d < ndq ? out + d : d < ndq + {nu} ? out + ndq * {nu} + d - ndq : Minv + d - ndq - {nu};",
-              "    const int stride = d < ndq ? ndq : " + f"{nu};",
-              f"    if (d < ndq + {nu}) for (i = 0; i < {nu}; ++i) col[i] = -o[i * stride];",
-              f"    else for (i = 0; i < {nu}; ++i) col[i] = i == d - ndq - {nu} ? 1.0 : 0.0;",
-              f"    for (i = {nu - 1}; i >= 0; --i) {{  /* L^T y = col */",
-              f"        col[i] /= Lf[i * {nu} + i];",
-              f"        for (j = lam[i]; j >= 0; j = lam[j]) col[j] -= Lf[i * {nu} + j] * col[i];",
+              "/* the three blocks of out (row-major nU x m: dRNEA/dQ, dRNEA/dU, then M^-1's identity), each solved for all",
+              " * its m columns at once, row by row (L's row read once, the columns contiguous): -M^-1 dRNEA, M^-1 */",
+              "for (b = 0; b < 3; ++b) {",
+              f"    double *B = b == 0 ? out : b == 1 ? out + ndq * {nu} : Minv;",
+              f"    const int m = b == 0 ? ndq : {nu};",
+              f"    if (b < 2) for (i = 0; i < {nu} * m; ++i) B[i] = -B[i];",
+              f"    else for (i = 0; i < {nu}; ++i) for (c = 0; c < {nu}; ++c) B[i * {nu} + c] = i == c ? 1.0 : 0.0;",
+              f"    for (i = {nu - 1}; i >= 0; --i) {{  /* L^T Y = B */",
+              "        double *restrict r = B + i * m;",
+              f"        const double lii = Lf[i * {nu} + i];",
+              "        for (c = 0; c < m; ++c) r[c] /= lii;",
+              "        for (j = lam[i]; j >= 0; j = lam[j]) {",
+              "            double *restrict rj = B + j * m;",
+              f"            const double lij = Lf[i * {nu} + j];",
+              "            for (c = 0; c < m; ++c) rj[c] -= lij * r[c];",
+              "        }",
               "    }",
-              f"    for (i = 0; i < {nu}; ++i) {{  /* L x = y */",
-              f"        for (j = lam[i]; j >= 0; j = lam[j]) col[i] -= Lf[i * {nu} + j] * col[j];",
-              f"        col[i] /= Lf[i * {nu} + i];",
+              f"    for (i = 0; i < {nu}; ++i) {{  /* L X = Y */",
+              "        double *restrict r = B + i * m;",
+              f"        const double lii = Lf[i * {nu} + i];",
+              "        for (j = lam[i]; j >= 0; j = lam[j]) {",
+              "            const double *restrict rj = B + j * m;",
+              f"            const double lij = Lf[i * {nu} + j];",
+              "            for (c = 0; c < m; ++c) r[c] -= lij * rj[c];",
+              "        }",
+              "        for (c = 0; c < m; ++c) r[c] /= lii;",
               "    }",
-              f"    for (i = 0; i < {nu}; ++i) o[i * stride] = col[i];",
               "}",
               "return 0;"]
         return {"id": id_, "fd": fd}
