@@ -986,9 +986,6 @@ def shift(T, c, f):
 class _NoLoads:
     """The io of a Newton-Euler pass without gravity and without external forces (the momentum's own rate)."""
 
-    def __init__(self, io):
-        self.io = io
-
     def gravity(self, T):
         return [0.0] * 3
 
@@ -1104,7 +1101,7 @@ def centroidal_dynamics(T: Tape, bodies, n_u: int, io):
     T.comment("kinematics base to tip: X_pb, H, V, a (Coriolis), b (gyroscopic)")
     kin = velocities(T, bodies, u)
     world = []
-    newton_euler(T, bodies, kin, udot, _NoLoads(io), world)
+    newton_euler(T, bodies, kin, udot, _NoLoads(), world)
     T.comment("mass and centre of mass c: (m, h) of every subtree, tip to base (h = m c)")
     _, c = centre_of_mass(T, bodies, kin, mass_moments(T, bodies, kin))
     T.comment("hdot_G = shift(c, sum of the roots' f in the newtonian frame)")

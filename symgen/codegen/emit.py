@@ -877,7 +877,7 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         return lane_kernel_head(items, bodies, L.nu, layout, slugs, strides, size, hinges, kernels)
 
     for k in out:
-        f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), _kernel_arrays,
+        f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), kernel_arrays,
                              lambda T, bs: parametric_bodies(T, bs, L), lane_head)
         out[k] = f and {**f, "per_kind": False}
     return out
@@ -1052,11 +1052,6 @@ def traced_programs(model, layout: dict, slugs: dict) -> dict:
 
 
 def kernel_arrays(T, bodies) -> list:
-    """The hinge kernel outputs a traced program reads: (body, array, kernel, size, entries read), in body order."""
-    return list(_kernel_arrays(T, bodies))
-
-
-def _kernel_arrays(T, bodies):
     """The hinge kernel outputs a traced function reads (``X<k>``, ``H<k>``, ``Hd<k>``, filled by the body's
     transform, coord map and its derivative): (body, array, kernel, size, entries read), in body order."""
     read = {}
@@ -1064,11 +1059,9 @@ def _kernel_arrays(T, bodies):
         m = re.fullmatch(r"((?:X|H|Hd)\d+)\[(\d+)\]", text)
         if m:
             read.setdefault(m.group(1), []).append(int(m.group(2)))
-    for b in bodies:
-        for arr, kernel, size in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
-                                  (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)):
-            if arr in read:
-                yield b, arr, kernel, size, sorted(read[arr])
+    return [(b, arr, kernel, size, sorted(read[arr])) for b in bodies
+            for arr, kernel, size in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
+                                      (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)) if arr in read]
 
 
 def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
@@ -1091,7 +1084,7 @@ def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
         tapes.append(T)
     body = T.lines()
     head = []
-    for b, arr, kernel, size, _ in _kernel_arrays(T, bodies):
+    for b, arr, kernel, size, _ in kernel_arrays(T, bodies):
         head.append(f"double {arr}[{size}];  /* '{b.name}' */")
         head.append(calls(b.name, kernel, arr))
     lines = calls.head() + head + body
@@ -1188,7 +1181,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
         m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
         size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
     strides = {"q": sum(layout[b.name]["nq"] + (b.flex.n if b.flex else 0) for b in bodies), "u": nu, "p": p_stride}
-    head, per_lane, sc_calls, angles = lane_kernel_head(list(_kernel_arrays(T, bodies)), bodies, nu, layout, slugs,
+    head, per_lane, sc_calls, angles = lane_kernel_head(kernel_arrays(T, bodies), bodies, nu, layout, slugs,
                                                         strides, size, hinges, kernels)
     ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
     used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size,
