@@ -206,6 +206,32 @@ def test_per_kind_derivatives(per_kind):
         _against_pinocchio(mb, pm, batch=True)
 
 
+def test_per_kind_derivative_directions_on_lanes(per_kind):
+    """The per-kind inverse-dynamics derivatives run blocks of 8 (AVX-512) or 2 directions at once, a lane each,
+    over the union of their subtrees (PerKindDerivatives.emit_lane_derivatives); each width gives the one-direction
+    driver's numbers (np.array_equal: a lane may add the zero tangents of another direction's subtree, so the sign
+    of a zero may differ), in the tangent and the full-coordinate directions, with f_ext."""
+    mb = per_kind
+    b = mb.derivative_binding()
+    width = getattr(b.lib, f"sg_{mb.name}_id_derivatives_width")
+    rng = np.random.default_rng(23)
+    q, u, x = mb.sanitize(rng.uniform(-2, 2, mb.nq)), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+    P = np.ascontiguousarray(b.p(1, x[None], rng.normal(size=(1, mb.nb, 6)), None))[0]
+    for tangent in (1, 0):
+        ndq = mb.nu if tangent else mb.nq
+        outs = {}
+        for w in (1, 2, 8):
+            out = np.full(mb.nu * (ndq + 2 * mb.nu), np.nan)
+            status = width(b.buf(q), b.buf(u), b.buf(P), tangent, b.buf(out), w)
+            if w == 8 and status == -2:       # this CPU has no AVX-512
+                continue
+            assert status == 0, (w, status)
+            outs[w] = out
+        assert np.all(np.isfinite(outs[1]))
+        for w, out in outs.items():
+            np.testing.assert_array_equal(out, outs[1], err_msg=f"{mb.name}: {w} directions at once, tangent={tangent}")
+
+
 # ---- one integration step ---------------------------------------------------------------------------------
 
 def _step(mb, q, u, T, dt, method):

@@ -867,10 +867,15 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         from .perkind import PerKindDerivatives
 
         pk = PerKindDerivatives(bodies, L, name, layout)
-        drivers = pk.emit_derivatives(sum(layout[b.name]["nq"] for b in bodies))
+        nq = sum(layout[b.name]["nq"] for b in bodies)
+        drivers = pk.emit_derivatives(nq)
+        lanes, dispatch = pk.emit_lane_derivatives(nq)
+        one = ["/* the derivatives of inverse dynamics, one direction at a time */",
+               f"static int sg_{name}_id_derivatives_1(const double *q, const double *u, const double *p, int tangent, "
+               "double *out)", "{", *("    " + x for x in drivers["id"]), "}"]
         return {"fd": {"lines": drivers["fd"], "lanes": None, "per_kind": True},
-                "id": {"lines": drivers["id"], "lanes": None, "per_kind": True},
-                "per_kind": pk.functions + pk.seed_functions + pk.tables}
+                "id": {"lines": dispatch, "lanes": None, "per_kind": True},
+                "per_kind": pk.functions + pk.seed_functions + pk.tables + one + lanes}
     kernels = {} if kernels is None else kernels
 
     def lane_head(items, strides, size):

@@ -114,16 +114,23 @@ class PerKindForm:
         self.tables = []        # C lines of the step tables
         self._made = set()      # the tables made (a step shared by two drivers is traced once)
         self._sizes = {}
-        self._compact = False   # the workspace layout: the model's, or the lane form's (_rec)
+        self._record = None     # the workspace layout: the model's, or a compact one per body (_rec)
+        self._ws_table = None   # then the name of the table of each body's block (sg_<m>_<table>[k])
 
     # ---- reading and writing the workspace and the arguments ----------------------------------------
+    def _block(self, body: str) -> str:
+        """The offset of a body's block in the workspace (``body``: the C of its index)."""
+        if self._record is None:
+            return f"{self.L.workspace.size} * {body}"
+        return f"sg_{self.name}_{self._ws_table}[{body}]"
+
     def _rec(self, kind):
         """The layout of a body's workspace block: the model's (every block the same size) or, for the lane form
         (:meth:`emit_lanes`), the compact one of the body's hinge (None: the fields of every body, those a child
         reads from or adds into its parent)."""
-        if not self._compact:
+        if self._record is None:
             return self.L.workspace
-        return lane_workspace(0 if kind is None else kind.rep.nu)
+        return self._record(0 if kind is None else kind.rep.nu)
 
     def _kind_body(self, T: Tape, kind: _Kind) -> soa.BodyInfo:
         """The kind's representative body with its constants as runtime inputs (``c[...]``)."""
@@ -308,14 +315,16 @@ class PerKindForm:
 
     # ---- C text -------------------------------------------------------------------------------------
     def _function(self, step: str, kind: _Kind, trace, doc: str, signature=_SIGNATURE, params=None,
-                  dual=None) -> str:
+                  dual=None, lane=None) -> str:
         """Trace one step for one kind into a C function; returns its name.  ``dual(T, kind)``: the step is traced
-        on that tape (a :class:`symgen.ir.dual.DualTape` recording on T) instead of T itself."""
+        on that tape (a :class:`symgen.ir.dual.DualTape` recording on T) instead of T itself.  ``lane``: ``(vector
+        type, width, target attribute)``: a tangent step printed for that many directions at once
+        (:meth:`symgen.ir.tape.Tape.lane_lines`: the tangents vectors, the values doubles)."""
         T = Tape()
         D = T if dual is None else dual(T, kind)
         b = self._kind_body(D, kind)
         trace(D, kind, b)
-        body = T.lines()
+        body = T.lines() if lane is None else T.lane_lines(lane[0], str(lane[1]), scalars=_VALUE_ARRAYS)
         arrays = T.live_arrays()
         nm = self.name
         fn = f"sg_{nm}_{step}_{kind.index}"
@@ -329,23 +338,30 @@ class PerKindForm:
                 head += [f"double {arr}[{size}];", f"sg_{kind.slug}_{kernel}(qh, uh, 0, {arr});"]
         text = "\n".join(head + body)
         L = self.L
+        vec = "double" if lane is None else lane[0]
+        if lane is not None:
+            signature = _dl_signature(lane[0])
         defs = [("qh", f"const double *qh = q + sg_{nm}_q0[k];"), ("uh", f"const double *uh = u + sg_{nm}_u0[k];"),
                 ("uo", f"const int uo = sg_{nm}_u0[k];"),
                 ("c", f"const double *c = sg_{nm}_body_const[k];"),
-                ("w", f"double *w = ws + {L.workspace.size} * k;"),
-                ("wp", f"double *wp = ws + {L.workspace.size} * sg_{nm}_parent[k];"),
+                ("w", f"double *w = ws + {self._block('k')};"),
+                ("wp", f"double *wp = ws + {self._block(f'sg_{nm}_parent[k]')};"),
                 ("Th", f"const double *Th = p + {L.params['tau']} + sg_{nm}_u0[k];"),
                 ("fe", f"const double *fe = p + {L.params['f_ext']} + 6 * k;"),
-                ("outh", f"double *outh = out + sg_{nm}_u0[k];"),
+                ("outh", f"{vec} *outh = out + sg_{nm}_u0[k];"),
                 ("mk", f"double *mk = mats ? mats + {L.mats.size} * k : 0;"),
                 ("yk", "double *yk = out + 36 * k;"),
                 ("yp", f"const double *yp = out + 36 * sg_{nm}_parent[k];"),
-                ("dw", f"double *dw = dws + {L.workspace.size} * k;"),
-                ("dwp", f"double *dwp = dws + {L.workspace.size} * sg_{nm}_parent[k];"),
-                ("sqh", f"const double *sqh = sq + sg_{nm}_q0[k];"),
-                ("suh", f"const double *suh = su + sg_{nm}_u0[k];")]
+                ("dw", f"{vec} *dw = dws + {self._block('k')};"),
+                ("dwp", f"{vec} *dwp = dws + {self._block(f'sg_{nm}_parent[k]')};"),
+                ("sqh", f"const {vec} *sqh = sq + sg_{nm}_q0[k];"),
+                ("suh", f"const {vec} *suh = su + sg_{nm}_u0[k];")]
         pro, voids = _prologue(defs, text, params or ("k", "q", "u", "p", "ws", "out", "mats"))
-        lines = [f"/* {doc}; {kind.label} */", f"static {'int' if signature == _SIGNATURE else 'void'} {fn}{signature}", "{"]
+        ret = "int" if signature == _SIGNATURE else "void"
+        lines = [f"/* {doc}; {kind.label}{'' if lane is None else f'; {lane[1]} directions at once'} */",
+                 f"{'' if lane is None else lane[2]}static {ret} {fn}{signature}", "{"]
+        if lane is not None and _uses("l", "\n".join(pro) + "\n" + text):
+            lines.append("    int l;")
         if voids:
             lines.append("    " + " ".join(f"(void){v};" for v in voids))
         lines += ["    " + ln for ln in pro + head + body]
@@ -537,7 +553,8 @@ class PerKindForm:
         (the hinge kernels on lane vectors compute their sines and cosines as the one-state kernels do).
         ``lane_kernel(hinge, kernel, live, array, q0, u0, trig0, memo)``: a hinge kernel's lines on lane vectors, or
         None (:func:`symgen.codegen.emit._lane_kernel`)."""
-        self.body_layout, self._compact, self._lane_kernel = body_layout, True, lane_kernel
+        self.body_layout, self._lane_kernel = body_layout, lane_kernel
+        self._record, self._ws_table = lane_workspace, "lane_ws"
         saved, self._made = self._made, set()
         memo = {}
         nm, nb, nu = self.name, len(self.bodies), self.L.nu
@@ -601,7 +618,7 @@ class PerKindForm:
                 self.lane_functions[1:1] = [
                     f"static const int sg_{nm}_lane_F[{nb}] = {{ {', '.join(str(lane_workspace(b.nu)['F']) for b in self.bodies)} }};"]
         finally:
-            self._made, self._compact = saved | self._made, False
+            self._made, self._record, self._ws_table = saved | self._made, None, None
         return out
 
     def c_tables(self) -> list:
@@ -629,6 +646,20 @@ class PerKindForm:
 _TANGENT_SIGNATURE = ("(int k, const double *q, const double *u, const double *p, double *ws, double *dws, "
                       "const double *sq, const double *su, double *out)")
 _TANGENT_PARAMS = ("k", "q", "u", "p", "ws", "dws", "sq", "su", "out")
+#: what a tangent step reads that is a value (the same for every direction): a double in its lane printing
+_VALUE_ARRAYS = ("c", "w", "wp", "qh", "uh", "X", "H", "Hd", "dqX", "dqH", "dqHd", "duHd", "Th", "fe", "p")
+
+
+def _dl_signature(vec: str) -> str:
+    """A tangent step's signature in the directions-on-lanes form: the tangents (dws, sq, su, out) vectors."""
+    return (f"(int k, const double *q, const double *u, const double *p, double *ws, {vec} *dws, const {vec} *sq, "
+            f"const {vec} *su, {vec} *out)")
+
+
+def rnea_workspace(nu: int) -> Record:
+    """A body's block of the directions-on-lanes derivatives' workspace (values and tangents alike): what
+    Newton-Euler's steps store, the fixed-size fields first (as :func:`lane_workspace`)."""
+    return Record(("R", 9), ("l", 3), ("V", 6), ("a", 6), ("b", 6), ("alpha", 6), ("f", 6), ("H", 6 * nu))
 
 
 class _StepDual(DualTape):
@@ -825,3 +856,120 @@ class PerKindDerivatives(PerKindForm):
               "}",
               "return 0;"]
         return {"id": id_, "fd": fd}
+
+    def emit_lane_derivatives(self, nq: int) -> tuple:
+        """The derivatives of inverse dynamics with the directions on lanes: ``(lines, dispatch)``.  ``lines``: for each
+        width of the derivatives' vectors (``sg_dv8`` on AVX-512, ``sg_dv2``: helpers/derivatives.c) the tangent
+        steps traced on dual numbers printed for that many directions at once (:meth:`_function` with ``lane``:
+        the values doubles, every tangent a vector, one direction per lane) and a driver
+        ``sg_<m>_id_derivatives_dl<W>`` that runs a block of W directions over the union of their bodies'
+        subtrees (base to tip) and that and their ancestors (tip to base); the values once, by steps traced on the
+        same compact workspace (:func:`rnea_workspace`).  Each lane's numbers are the one-direction driver's (up to
+        the sign of a zero: a lane adds the zero tangents of the block's other subtrees).  ``dispatch``: the lines
+        that start ``sg_<m>_id_derivatives``: the widest form the CPU runs, else the one-direction driver."""
+        nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
+        saved = self._made, self.functions, self.tables
+        self._record, self._ws_table = rnea_workspace, "dl_ws"
+        offsets, o = [], 0
+        for b in self.bodies:
+            offsets.append(o)
+            o += rnea_workspace(b.nu).size
+        offsets.append(o)
+        kinds, parent = f"sg_{nm}_kind", f"sg_{nm}_parent"
+        lines = ["#if SG_DERIVS",
+                 "/* each body's block of the directions-on-lanes workspace (perkind.rnea_workspace), and the end */",
+                 f"static const int sg_{nm}_dl_ws[{nb + 1}] = {{ {', '.join(map(str, offsets))} }};"]
+        try:
+            self._made, self.functions, self.tables = set(), [], []
+            kin = self._table("dvl_velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
+            rb = self._table("dvl_rnea_base", self._rnea_base, "Newton-Euler base to tip: alpha, f = M alpha + b - f_ext")
+            rt = self._table("dvl_rnea_tip", self._rnea_tip, "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f "
+                             "into the parent")
+            lines += self.functions + self.tables + ["#endif"]
+            ub = [b.k for b in self.bodies for _ in range(b.nu)]
+            qb = [b.k for b in self.bodies for _ in range(L.nqh[b.k])]
+            ints = lambda xs: ", ".join(map(str, xs)) or "0"  # noqa: E731
+            for vec, width, target, guard in (("sg_dv8", 8, '__attribute__((target("avx512f"))) ',
+                                               "SG_DERIVS && SG_DERIVS_AVX512"), ("sg_dv2", 2, "", "SG_DERIVS")):
+                self._made, self.functions, self.tables = set(), [], []
+                lane = (vec, width, target)
+                sig = _dl_signature(vec)
+                tabs = []
+                for step, trace, doc in (("dt_velocities", self._kinematics, "the tangents of the kinematics base to tip"),
+                                         ("dt_rnea_base", self._rnea_base, "the tangents of Newton-Euler base to tip"),
+                                         ("dt_rnea_tip", self._rnea_tip, "the tangents of Newton-Euler tip to base")):
+                    tabs.append(self._table(f"{step}_dl{width}", trace, doc, signature=sig, params=_TANGENT_PARAMS,
+                                            dual=self._dual, lane=lane))
+                dkin, drb, drt = tabs
+                args = "(k, q, u, p, ws, tv, 0)"
+                dargs = "(k, q, u, p, ws, dws, sq, su, dT)"
+                driver = [
+                    f"/* the derivatives of inverse dynamics, {width} directions at once (a lane each) */",
+                    f"{target}static int sg_{nm}_id_derivatives_dl{width}(const double *q, const double *u, "
+                    "const double *p, int tangent, double *out)", "{",
+                    f"    double ws[{max(o, 1)}], tv[{max(nu, 1)}], sqs[{max(nq, 1)}];",
+                    f"    {vec} dws[{max(o, 1)}], sq[{max(nq, 1)}], su[{max(nu, 1)}], dT[{max(nu, 1)}];",
+                    f"    int mark[{nb}], anc[{nb}];  /* the block's subtrees; their ancestors outside them */",
+                    f"    static const int u_body[{max(nu, 1)}] = {{{ints(ub)}}};  /* the body of each U */",
+                    f"    static const int q_body[{max(nq, 1)}] = {{{ints(qb)}}};  /* the body of each Q */",
+                    f"    int k, i, d, d0, b, l, nd, ndq = tangent ? {nu} : {nq};",
+                    "    /* the values: kinematics, Newton-Euler base to tip, tip to base (each f with its children's) */",
+                    f"    for (k = 0; k < {nb}; ++k) {kin}[{kinds}[k]]{args};",
+                    f"    for (k = 0; k < {nb}; ++k) {rb}[{kinds}[k]]{args};",
+                    f"    for (k = {nb - 1}; k >= 0; --k) {rt}[{kinds}[k]]{args};",
+                    f"    sg_{nm}_mass_matrix(q, u, p, out + ndq * {nu} + {nu * nu});  /* dT/dUdot = M */",
+                    f"    for (i = 0; i < {nq}; ++i) {{ sqs[i] = 0.0; for (l = 0; l < {width}; ++l) sq[i][l] = 0.0; }}",
+                    f"    for (i = 0; i < {nu}; ++i) for (l = 0; l < {width}; ++l) su[i][l] = 0.0;",
+                    f"    nd = ndq + {nu};",
+                    f"    for (d0 = 0; d0 < nd; d0 += {width}) {{  /* directions d0 .. d0 + {width - 1}, lane l: d0 + l */",
+                    f"        for (k = 0; k < {nb}; ++k) mark[k] = anc[k] = 0;",
+                    f"        for (l = 0; l < {width} && d0 + l < nd; ++l) {{  /* the seeds: Q (tangent: N(Q) e_d), then U */",
+                    "            d = d0 + l;",
+                    "            if (d >= ndq) { b = u_body[d - ndq]; su[d - ndq][l] = 1.0; }",
+                    "            else if (tangent) {",
+                    f"                b = u_body[d]; sg_{nm}_dseed[{kinds}[b]](b, d - sg_{nm}_u0[b], q, u, sqs);",
+                    f"                for (i = 0; i < {nq}; ++i) {{ sq[i][l] = sqs[i]; sqs[i] = 0.0; }}",
+                    "            }",
+                    "            else { b = q_body[d]; sq[d][l] = 1.0; }",
+                    "            mark[b] = 1;",
+                    "        }",
+                    f"        for (k = 0; k < {nb}; ++k) if ({parent}[k] >= 0 && mark[{parent}[k]]) mark[k] = 1;",
+                    f"        for (k = {nb - 1}; k >= 0; --k) if ((mark[k] || anc[k]) && {parent}[k] >= 0 && !mark[{parent}[k]])",
+                    f"            anc[{parent}[k]] = 1;",
+                    "        /* the ancestors' tangents: zero, but for what their children add into f */",
+                    f"        for (k = 0; k < {nb}; ++k) if (anc[k])",
+                    f"            for (i = sg_{nm}_dl_ws[k]; i < sg_{nm}_dl_ws[k + 1]; ++i) for (l = 0; l < {width}; ++l) dws[i][l] = 0.0;",
+                    f"        for (i = 0; i < {nu}; ++i) for (l = 0; l < {width}; ++l) dT[i][l] = 0.0;",
+                    f"        for (k = 0; k < {nb}; ++k) if (mark[k]) {dkin}[{kinds}[k]]{dargs};",
+                    f"        for (k = 0; k < {nb}; ++k) if (mark[k]) {drb}[{kinds}[k]]{dargs};",
+                    f"        for (k = {nb - 1}; k >= 0; --k) if (mark[k] || anc[k]) {drt}[{kinds}[k]]{dargs};",
+                    f"        for (l = 0; l < {width} && d0 + l < nd; ++l) {{  /* lane l into column d of out; its seeds off */",
+                    "            d = d0 + l;",
+                    f"            for (i = 0; i < {nu}; ++i) out[d < ndq ? i * ndq + d : ndq * {nu} + i * {nu} + d - ndq] = dT[i][l];",
+                    "            if (d >= ndq) su[d - ndq][l] = 0.0;",
+                    f"            else for (i = 0; i < {nq}; ++i) sq[i][l] = 0.0;",
+                    "        }",
+                    "    }",
+                    "    return 0;", "}"]
+                lines += [f"#if {guard}"] + self.functions + self.tables + driver + ["#endif"]
+        finally:
+            (self._made, self.functions, self.tables), self._record, self._ws_table = saved, None, None
+        args = "(q, u, p, tangent, out)"
+        lines += [f"/* inverse dynamics' derivatives with width directions at once: 1 (one at a time), 2 or 8 (-2 where",
+                  " * that width is not compiled or the CPU has no AVX-512); sg_<m>_id_derivatives takes the widest */",
+                  f"int sg_{nm}_id_derivatives_width(const double *q, const double *u, const double *p, int tangent, "
+                  "double *out, int width)", "{",
+                  "#if SG_DERIVS && SG_DERIVS_AVX512",
+                  f"    if (width == 8) return __builtin_cpu_supports(\"avx512f\") ? sg_{nm}_id_derivatives_dl8{args} : -2;",
+                  "#endif", "#if SG_DERIVS",
+                  f"    if (width == 2) return sg_{nm}_id_derivatives_dl2{args};",
+                  "#endif",
+                  f"    return width == 1 ? sg_{nm}_id_derivatives_1{args} : -2;", "}"]
+        dispatch = ["#if SG_DERIVS && SG_DERIVS_AVX512",
+                    f"if (__builtin_cpu_supports(\"avx512f\")) return sg_{nm}_id_derivatives_dl8{args};",
+                    "#endif", "#if SG_DERIVS",
+                    f"return sg_{nm}_id_derivatives_dl2{args};",
+                    "#else",
+                    f"return sg_{nm}_id_derivatives_1{args};",
+                    "#endif"]
+        return lines, dispatch
