@@ -40,6 +40,10 @@ MATS_PART = 9
 #: the translation unit of the looped lane form (symgen.codegen.perkind.PerKindForm.emit_lanes): the per-kind steps
 #: for SG_W states and the lane functions of FD, ID and M that loop over the bodies with them
 LOOPED_LANES_PART = 14
+#: the translation unit of what differs between a module with the derivatives and one without (their stubs, the
+#: batches whose lane form is in a derivative part), so that part 0 compiles to the same object in both and the
+#: derivative module takes the value module's from the object cache
+DERIVATIVE_GLUE_PART = 15
 
 
 class Record:

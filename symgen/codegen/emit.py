@@ -27,8 +27,8 @@ from sympy.printing.c import C99CodePrinter
 
 from ..hinges.derive import NEEDS_U, Hinge
 from ..symbolic.spatial import stumpff
-from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS,
-                          LOOPED_LANES_PART, MATS_PART)
+from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_GLUE_PART, DERIVATIVE_LANE_PARTS,
+                          DERIVATIVE_PARTS, LOOPED_LANES_PART, MATS_PART)
 from .plan import model_batches
 from .lanes import lane_width
 
@@ -812,6 +812,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                 part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + len(lanes[k]["lines"])
     if looped:
         part_lines[LOOPED_LANES_PART] = len(per_kind.lane_functions) + sum(len(x) for x in looped.values())
+    part_lines[DERIVATIVE_GLUE_PART] = 1          # small: the derivatives' stubs and the batches that call them
     # the centroidal momentum matrix (with its lane form) and the momentum's rate: translation units of their own,
     # compiled on first use with the derivatives (abi.layout.ALL_DERIVATIVE_PARTS): with them in every module the
     # suite's models took a quarter more compile time, Talos's cold build 30 -> 40 s
@@ -849,7 +850,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "upsilon_lines": drivers["upsilon"],
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices", "upsilon"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size, "mats_part": mats_part,
-            "derivative_parts": sorted(ALL_DERIVATIVE_PARTS),
+            "derivative_parts": sorted(ALL_DERIVATIVE_PARTS), "glue_part": DERIVATIVE_GLUE_PART,
             "derivative_per_kind": derivative_per_kind, "derivative_per_kind_part": DERIVATIVE_PARTS["id"]}
 
 
