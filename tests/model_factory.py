@@ -1,6 +1,8 @@
 """Random models for tests: trees mixing every hinge type, and random URDF trees for Pinocchio."""
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -139,3 +141,17 @@ def hinge_group_tree(i):
         if nu and i % 2:
             b["hinge"]["armature"] = [0.01 * (1 + k)] * nu
     return model_from_dict(d, f"<derivative tree {i}>")
+
+
+@contextmanager
+def environment(name: str, value: str):
+    """The environment variable ``name`` set to ``value`` inside the block, restored (or removed) after it."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old

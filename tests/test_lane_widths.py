@@ -6,14 +6,13 @@ blocks, the derivatives' lane-batch form) must equal the one-state functions bit
 the width included), and equal the batches of the host's width: the same statements on other vectors."""
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import symgen
+from model_factory import environment
 from symgen.codegen.lanes import host_lane_width, lane_width
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,17 +22,8 @@ HOST = host_lane_width()
 WIDTHS = [w for w in (4, 2) if w < HOST] or [2]
 
 
-@contextmanager
 def _lane_width(w):
-    old = os.environ.get("SYMGEN_LANE_WIDTH")
-    os.environ["SYMGEN_LANE_WIDTH"] = str(w)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("SYMGEN_LANE_WIDTH", None)
-        else:
-            os.environ["SYMGEN_LANE_WIDTH"] = old
+    return environment("SYMGEN_LANE_WIDTH", str(w))
 
 
 def _build(name, derivatives=False):

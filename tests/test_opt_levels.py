@@ -6,29 +6,20 @@ and batches (the lane forms, unrolled and looped), kinematics, the derivatives a
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import symgen
+from model_factory import environment
 from symgen.pipeline.compile import BuildError, opt_flags
 
 MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
 
 
-@contextmanager
 def _opt(level):
-    old = os.environ.get("SYMGEN_OPT")
-    os.environ["SYMGEN_OPT"] = level
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("SYMGEN_OPT", None)
-        else:
-            os.environ["SYMGEN_OPT"] = old
+    return environment("SYMGEN_OPT", level)
 
 
 #: arm7 (the unrolled schedule, its derivatives) and the floating quadruped in the per-kind form (the looped lanes);

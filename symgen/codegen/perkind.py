@@ -562,7 +562,7 @@ class PerKindForm:
         for b in self.bodies:
             offsets.append(o)
             o += lane_workspace(b.nu).size
-        self.lane_functions = [f"/* each body's block of the lanes' workspace (symgen.codegen.perkind.lane_workspace) */",
+        self.lane_functions = ["/* each body's block of the lanes' workspace (symgen.codegen.perkind.lane_workspace) */",
                                f"static const int sg_{nm}_lane_ws[{nb}] = {{ {', '.join(map(str, offsets))} }};", ""]
         ws = [f"sg_vd ws[{max(o, 1)}];  /* the workspace, {o} vectors: {o * 8} bytes a lane */", "int k;"]
         kinds = f"sg_{nm}_kind"
@@ -955,7 +955,7 @@ class PerKindDerivatives(PerKindForm):
         finally:
             (self._made, self.functions, self.tables), self._record, self._ws_table = saved, None, None
         args = "(q, u, p, tangent, out)"
-        lines += [f"/* inverse dynamics' derivatives with width directions at once: 1 (one at a time), 2 or 8 (-2 where",
+        lines += ["/* inverse dynamics' derivatives with width directions at once: 1 (one at a time), 2 or 8 (-2 where",
                   " * that width is not compiled or the CPU has no AVX-512); sg_<m>_id_derivatives takes the widest */",
                   f"int sg_{nm}_id_derivatives_width(const double *q, const double *u, const double *p, int tangent, "
                   "double *out, int width)", "{",
