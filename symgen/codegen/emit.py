@@ -779,9 +779,9 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
                             + (() if flexible else ("mats", "upsilon")))
     # the looped lane form of the entry points that take the per-kind form (their steps for SG_W states at once)
-    looped = per_kind.emit_lanes(tuple(k for k in ("fd", "id", "mm") if traced[k] is None), hinges or {}, layout,
-                                 _lane_kernel) \
-        if not flexible and any(traced[k] is None for k in ("fd", "id", "mm")) else {}
+    per_kind_entries = tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
+    looped = per_kind.emit_lanes(per_kind_entries, hinges or {}, layout, _lane_kernel) \
+        if per_kind_entries and not flexible else {}
     for k, lines in looped.items():
         lanes[k] = _looped_lane_function(k, lines, L)
     if looped:
