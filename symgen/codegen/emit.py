@@ -851,7 +851,9 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices", "upsilon"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size, "mats_part": mats_part,
             "derivative_parts": sorted(ALL_DERIVATIVE_PARTS), "glue_part": DERIVATIVE_GLUE_PART,
-            "derivative_per_kind": derivative_per_kind, "derivative_per_kind_part": DERIVATIVE_PARTS["id"]}
+            "derivative_per_kind": derivative_per_kind, "derivative_per_kind_part": DERIVATIVE_PARTS["id"],
+            # the derivatives take the per-kind form (declared alike in the module without them: one header)
+            "per_kind_derivatives": traced["fd"] is None and not flexible}
 
 
 def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, name: str = "", kernels=None) -> dict:
