@@ -188,3 +188,37 @@ def test_hinge_sources_do_not_depend_on_which_spelling_was_cached_first(tmp_path
     assert first == second
     for h, c in zip(spellings, first):
         assert h.spec.label() in c
+
+
+@pytest.mark.parametrize("form", ["auto", "per_kind"])
+def test_the_derivative_module_reuses_the_value_modules_parts(tmp_path, form):
+    """A model's derivative module (compiled on the first derivative call) takes the value module's objects from the
+    cache: every part the value module compiles preprocesses (the compiler's ``-E -P``, the objects' cache key) to
+    the same text from both modules' sources, each with its module's defines (but the small glue part, which
+    holds the derivatives' stubs and batches).  arm7 straight-line (FD, ID, M, their
+    lanes) and in the per-kind form (the looped lanes)."""
+    from symgen.abi.layout import ALL_DERIVATIVE_PARTS, DERIVATIVE_GLUE_PART
+    from symgen.model import load_model
+    from symgen.pipeline.compile import compiler
+
+    model = load_model(ROOT / "examples" / "models" / "arm7.urdf")
+    texts = {}
+    for derivatives in (False, True):
+        files, manifest = sources_stage.cached_model_sources(model, form, derivatives)
+        d = tmp_path / ("der" if derivatives else "val")
+        d.mkdir()
+        for name, text in files.items():
+            (d / name).write_text(text)
+        texts[derivatives] = (d, manifest)
+    d_val, manifest = texts[False]
+    # the glue part (the derivatives' stubs and batches) is the one value part that differs, and it is small
+    value_parts = [k for k in manifest["parts"] if k not in ALL_DERIVATIVE_PARTS and k != DERIVATIVE_GLUE_PART]
+    assert 0 in value_parts and len(value_parts) >= 2, value_parts
+    for k in value_parts:
+        pre = {}
+        for derivatives, (d, m) in texts.items():
+            cmd = [*compiler(), "-std=c99", "-E", "-P", f"-DSG_PART={k}", f"-I{d}", str(d / f"{m['name']}.c")]
+            if not derivatives:
+                cmd.insert(-1, "-DSG_NO_DERIVATIVES")
+            pre[derivatives] = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        assert pre[False] == pre[True], f"part {k} differs between the modules with and without the derivatives"

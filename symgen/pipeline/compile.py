@@ -346,6 +346,7 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
     compiled in parallel, linked into ``target`` (no setuptools: one compiler process per object)."""
     import cffi
 
+    t0 = time.perf_counter()
     src = work / "src"
     src.mkdir()
     for fname, text in files.items():
@@ -366,7 +367,8 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
         raise BuildError(f"{label}: linking the module failed:\n{_first_error_lines(out.stderr)}")
     stats["compiles"] += 1
     with open(cache_dir() / "compile.log", "a") as fh:  # one line per real compile (for tests and audits)
-        fh.write(json.dumps({"module": name, "pid": os.getpid(), "time": time.time()}) + "\n")
+        fh.write(json.dumps({"module": name, "pid": os.getpid(), "time": time.time(), "label": label,
+                             "seconds": round(time.perf_counter() - t0, 2)}) + "\n")
     os.replace(built, target)
 
 
