@@ -876,7 +876,7 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         one = ["/* the derivatives of inverse dynamics, one direction at a time */",
                f"static int sg_{name}_id_derivatives_1(const double *q, const double *u, const double *p, int tangent, "
                "double *out)", "{", *("    " + x for x in drivers["id"]), "}"]
-        return {"fd": {"lines": drivers["fd"], "lanes": None, "per_kind": True},
+        return {"fd": {"lines": drivers["fd"], "lanes": None, "per_kind": True, "before": pk.fd_copies},
                 "id": {"lines": dispatch, "lanes": None, "per_kind": True},
                 "per_kind": pk.functions + pk.seed_functions + pk.tables + one + lanes}
     kernels = {} if kernels is None else kernels

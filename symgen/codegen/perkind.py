@@ -703,14 +703,17 @@ class PerKindDerivatives(PerKindForm):
         super().__init__(bodies, layout, name)
         self.body_layout = body_layout
 
-    def _dual(self, T, kind):
+    def _dual(self, T, kind, ancestor=False):
         """The dual tape a tangent step of ``kind`` is traced on: the tangents of its inputs are the tangent
         workspace's entries (``dw``, ``dwp``), the seeds of the body's U (``suh``) and, for its hinge kernels'
-        outputs, the seeds of its Q and U times the hinge's derivative kernels (whose constant entries fold)."""
+        outputs, the seeds of its Q and U times the hinge's derivative kernels (whose constant entries fold).
+        ``ancestor``: the step of a body that the directions do not move, only pass forces through (an ancestor of
+        the moved bodies): its kinematics' tangents are zero, only its f's (what its children add) are not."""
         from .derivatives import kernel_tangent
 
         rep = kind.rep
         st, nq = self.body_layout[rep.name]["structure"], self.L.nqh[rep.k]
+        f0 = self._rec(kind)["f"]
 
         def tangent_of(text, T_):
             arr, _, rest = text.partition("[")
@@ -718,6 +721,8 @@ class PerKindDerivatives(PerKindForm):
 
             def seed(wrt, j):
                 return T_.input(f"{'sqh' if wrt == 'q' else 'suh'}[{j}]")
+            if ancestor:
+                return T_.input(f"dw[{i}]") if arr == "w" and f0 <= i < f0 + 6 else 0.0
             if arr in ("w", "wp"):
                 return T_.input(f"d{arr}[{i}]")
             if arr == "uh":
@@ -864,6 +869,20 @@ class PerKindDerivatives(PerKindForm):
               "    }",
               "}",
               "return 0;"]
+        # FD: its solves' inner loops run over a block's columns, contiguous: a copy compiled for AVX-512 (8 columns
+        # a vector; the same operations per column, so the same bits) beside the baseline one (2 a vector on x86-64)
+        head = "(const double *q, const double *u, const double *p, int tangent, double *out)"
+        call = "(q, u, p, tangent, out)"
+        self.fd_copies = []
+        for suffix, target in (("avx512", '__attribute__((target("avx512f"))) '), ("base", "")):
+            guard = ["#if SG_DERIVS && SG_DERIVS_AVX512"] if suffix == "avx512" else []
+            self.fd_copies += guard + [f"/* the derivatives of forward dynamics ({suffix} copy) */",
+                                       f"{target}static int sg_{nm}_fd_derivatives_{suffix}{head}", "{",
+                                       *("    " + x for x in fd), "}"] + (["#endif"] if guard else [])
+        fd = ["#if SG_DERIVS && SG_DERIVS_AVX512",
+              f"if (__builtin_cpu_supports(\"avx512f\")) return sg_{nm}_fd_derivatives_avx512{call};",
+              "#endif",
+              f"return sg_{nm}_fd_derivatives_base{call};"]
         return {"id": id_, "fd": fd}
 
     def emit_lane_derivatives(self, nq: int) -> tuple:
@@ -909,6 +928,10 @@ class PerKindDerivatives(PerKindForm):
                                          ("dt_rnea_tip", self._rnea_tip, "the tangents of Newton-Euler tip to base")):
                     tabs.append(self._table(f"{step}_dl{width}", trace, doc, signature=sig, params=_TANGENT_PARAMS,
                                             dual=self._dual, lane=lane))
+                # the ancestors' tip to base: forces passed through (their kinematics' tangents fold to zero)
+                drta = self._table(f"dt_rnea_tip_anc_dl{width}", self._rnea_tip, "the tangents of Newton-Euler tip to "
+                                   "base at an ancestor of the moved bodies: f passed through", signature=sig,
+                                   params=_TANGENT_PARAMS, dual=partial(self._dual, ancestor=True), lane=lane)
                 dkin, drb, drt = tabs
                 args = "(k, q, u, p, ws, tv, 0)"
                 dargs = "(k, q, u, p, ws, dws, sq, su, dT)"
@@ -921,6 +944,7 @@ class PerKindDerivatives(PerKindForm):
                     f"    int mark[{nb}], anc[{nb}];  /* the block's subtrees; their ancestors outside them */",
                     f"    static const int u_body[{max(nu, 1)}] = {{{ints(ub)}}};  /* the body of each U */",
                     f"    static const int q_body[{max(nq, 1)}] = {{{ints(qb)}}};  /* the body of each Q */",
+                    f"    static const int q_count[{nb}] = {{{ints(L.nqh[b.k] for b in self.bodies)}}};  /* each body's Q count */",
                     f"    int k, i, d, d0, b, l, nd, ndq = tangent ? {nu} : {nq};",
                     "    /* the values: kinematics, Newton-Euler base to tip, tip to base (each f with its children's) */",
                     f"    for (k = 0; k < {nb}; ++k) {kin}[{kinds}[k]]{args};",
@@ -937,7 +961,8 @@ class PerKindDerivatives(PerKindForm):
                     "            if (d >= ndq) { b = u_body[d - ndq]; su[d - ndq][l] = 1.0; }",
                     "            else if (tangent) {",
                     f"                b = u_body[d]; sg_{nm}_dseed[{kinds}[b]](b, d - sg_{nm}_u0[b], q, u, sqs);",
-                    f"                for (i = 0; i < {nq}; ++i) {{ sq[i][l] = sqs[i]; sqs[i] = 0.0; }}",
+                    "                /* the seed moves b's own Q only */",
+                    f"                for (i = sg_{nm}_q0[b]; i < sg_{nm}_q0[b] + q_count[b]; ++i) {{ sq[i][l] = sqs[i]; sqs[i] = 0.0; }}",
                     "            }",
                     "            else { b = q_body[d]; sq[d][l] = 1.0; }",
                     "            mark[b] = 1;",
@@ -945,18 +970,33 @@ class PerKindDerivatives(PerKindForm):
                     f"        for (k = 0; k < {nb}; ++k) if ({parent}[k] >= 0 && mark[{parent}[k]]) mark[k] = 1;",
                     f"        for (k = {nb - 1}; k >= 0; --k) if ((mark[k] || anc[k]) && {parent}[k] >= 0 && !mark[{parent}[k]])",
                     f"            anc[{parent}[k]] = 1;",
-                    "        /* the ancestors' tangents: zero, but for what their children add into f */",
+                    "        /* the ancestors' tangents of what the moved bodies read (V, alpha: zero) and of f (zero, but for what",
+                    "         * their children add); their steps read no other */",
                     f"        for (k = 0; k < {nb}; ++k) if (anc[k])",
-                    f"            for (i = sg_{nm}_dl_ws[k]; i < sg_{nm}_dl_ws[k + 1]; ++i) for (l = 0; l < {width}; ++l) dws[i][l] = 0.0;",
+                    "            for (i = 0; i < 6; ++i) for (l = 0; l < " + str(width) + "; ++l)",
+                    "                " + " = ".join(f"dws[sg_{nm}_dl_ws[k] + {rnea_workspace(0)[fld]} + i][l]"
+                                                 for fld in ("V", "alpha", "f")) + " = 0.0;",
                     f"        for (i = 0; i < {nu}; ++i) for (l = 0; l < {width}; ++l) dT[i][l] = 0.0;",
                     f"        for (k = 0; k < {nb}; ++k) if (mark[k]) {dkin}[{kinds}[k]]{dargs};",
                     f"        for (k = 0; k < {nb}; ++k) if (mark[k]) {drb}[{kinds}[k]]{dargs};",
-                    f"        for (k = {nb - 1}; k >= 0; --k) if (mark[k] || anc[k]) {drt}[{kinds}[k]]{dargs};",
-                    f"        for (l = 0; l < {width} && d0 + l < nd; ++l) {{  /* lane l into column d of out; its seeds off */",
+                    f"        for (k = {nb - 1}; k >= 0; --k)",
+                    f"            if (mark[k]) {drt}[{kinds}[k]]{dargs};",
+                    f"            else if (anc[k]) {drta}[{kinds}[k]]{dargs};",
+                    f"        if (d0 + {width} <= ndq || d0 >= ndq) {{  /* the block's columns in one block of out: each row's {width} at once */",
+                    f"            double *o = d0 < ndq ? out + d0 : out + ndq * {nu} + d0 - ndq;",
+                    f"            const int m = d0 < ndq ? ndq : {nu};",
+                    f"            for (i = 0; i < {nu}; ++i) for (l = 0; l < {width} && d0 + l < nd; ++l) o[i * m + l] = dT[i][l];",
+                    "        }",
+                    f"        else for (l = 0; l < {width} && d0 + l < nd; ++l) {{  /* lane l into column d of out */",
                     "            d = d0 + l;",
                     f"            for (i = 0; i < {nu}; ++i) out[d < ndq ? i * ndq + d : ndq * {nu} + i * {nu} + d - ndq] = dT[i][l];",
+                    "        }",
+                    f"        for (l = 0; l < {width} && d0 + l < nd; ++l) {{  /* the seeds off */",
+                    "            d = d0 + l;",
                     "            if (d >= ndq) su[d - ndq][l] = 0.0;",
-                    f"            else for (i = 0; i < {nq}; ++i) sq[i][l] = 0.0;",
+                    "            else if (tangent) { b = u_body[d];",
+                    f"                for (i = sg_{nm}_q0[b]; i < sg_{nm}_q0[b] + q_count[b]; ++i) sq[i][l] = 0.0; }}",
+                    "            else sq[d][l] = 0.0;",
                     "        }",
                     "    }",
                     "    return 0;", "}"]
