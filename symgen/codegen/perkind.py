@@ -129,6 +129,13 @@ class PerKindForm:
             return f"{self.L.workspace.size} * {body}"
         return f"sg_{self.name}_{self._ws_table}[{body}]"
 
+    def _offsets(self, record) -> list:
+        """Each body's block in a compact workspace of ``record(nu)`` blocks, and the end (its size)."""
+        offsets = [0]
+        for b in self.bodies:
+            offsets.append(offsets[-1] + record(b.nu).size)
+        return offsets
+
     def _rec(self, kind):
         """The layout of a body's workspace block: the model's (every block the same size) or, for the lane form
         (:meth:`emit_lanes`), the compact one of the body's hinge (None: the fields of every body, those a child
@@ -563,10 +570,8 @@ class PerKindForm:
         saved, self._made = self._made, set()
         memo = {}
         nm, nb, nu = self.name, len(self.bodies), self.L.nu
-        offsets, o = [], 0
-        for b in self.bodies:
-            offsets.append(o)
-            o += lane_workspace(b.nu).size
+        offsets = self._offsets(lane_workspace)
+        o = offsets.pop()
         self.lane_functions = ["/* each body's block of the lanes' workspace (symgen.codegen.perkind.lane_workspace) */",
                                f"static const int sg_{nm}_lane_ws[{nb}] = {{ {', '.join(map(str, offsets))} }};", ""]
         ws = [f"sg_vd ws[{max(o, 1)}];  /* the workspace, {o} vectors: {o * 8} bytes a lane */", "int k;"]
@@ -898,11 +903,8 @@ class PerKindDerivatives(PerKindForm):
         nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
         saved = self._made, self.functions, self.tables
         self._record, self._ws_table = rnea_workspace, "dl_ws"
-        offsets, o = [], 0
-        for b in self.bodies:
-            offsets.append(o)
-            o += rnea_workspace(b.nu).size
-        offsets.append(o)
+        offsets = self._offsets(rnea_workspace)
+        o = offsets[-1]
         kinds, parent = f"sg_{nm}_kind", f"sg_{nm}_parent"
         lines = ["#if SG_DERIVS",
                  "/* each body's block of the directions-on-lanes workspace (perkind.rnea_workspace), and the end */",
