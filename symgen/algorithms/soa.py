@@ -331,10 +331,11 @@ def _colsum(T, cols, x, init=None):
     return [T.dot([(col[i], xc) for col, xc in zip(cols, x)] + [(1.0, init[i])]) for i in range(6)]
 
 
-def kinematics_step(T, b: BodyInfo, V_parent, u):
+def kinematics_step(T, b: BodyInfo, V_parent, u, joint_values=None):
     """Base to tip at body b: X_pb and H (:func:`joint`); V = phi^T V_parent + H u;
-    a = crm(V) H u + Hdot u (Coriolis);  b = crf(V) M V (gyroscopic).  u: the hinge's U."""
-    R, l, H, Hd = joint(T, b)
+    a = crm(V) H u + Hdot u (Coriolis);  b = crf(V) M V (gyroscopic).  u: the hinge's U.  ``joint_values``:
+    (R, l, H, Hdot) when the caller has them already (the per-kind derivatives read X_pb and H from a workspace)."""
+    R, l, H, Hd = joint(T, b) if joint_values is None else joint_values
     Hu = _colsum(T, H, u)
     V = [T.name(x, f"V{b.tag}_{i}") for i, x in enumerate(_colsum(T, H, u, phiT(T, R, l, V_parent)))]
     a = _colsum(T, Hd, u, crm(T, V, Hu))

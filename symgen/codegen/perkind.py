@@ -708,17 +708,21 @@ class PerKindDerivatives(PerKindForm):
         super().__init__(bodies, layout, name)
         self.body_layout = body_layout
 
-    def _dual(self, T, kind, ancestor=False):
+    def _dual(self, T, kind, ancestor=False, carried=False):
         """The dual tape a tangent step of ``kind`` is traced on: the tangents of its inputs are the tangent
         workspace's entries (``dw``, ``dwp``), the seeds of the body's U (``suh``) and, for its hinge kernels'
         outputs, the seeds of its Q and U times the hinge's derivative kernels (whose constant entries fold).
         ``ancestor``: the step of a body that the directions do not move, only pass forces through (an ancestor of
-        the moved bodies): its kinematics' tangents are zero, only its f's (what its children add) are not."""
+        the moved bodies): its kinematics' tangents are zero, only its f's (what its children add) are not.
+        ``carried``: the step of a body that the directions move only through its parent (none of them seeds its
+        own Q or U): its hinge's outputs (X_pb, H, Hdot, in the workspace as R, l, H) and U have zero tangents."""
         from .derivatives import kernel_tangent
 
         rep = kind.rep
         st, nq = self.body_layout[rep.name]["structure"], self.L.nqh[rep.k]
-        f0 = self._rec(kind)["f"]
+        rec = self._rec(kind)
+        f0 = rec["f"]
+        own = {i for field in ("R", "l", "H") for i in range(rec.span(field).start, rec.span(field).stop)}
 
         def tangent_of(text, T_):
             arr, _, rest = text.partition("[")
@@ -728,6 +732,8 @@ class PerKindDerivatives(PerKindForm):
                 return T_.input(f"{'sqh' if wrt == 'q' else 'suh'}[{j}]")
             if ancestor:
                 return T_.input(f"dw[{i}]") if arr == "w" and f0 <= i < f0 + 6 else 0.0
+            if carried and (arr in ("uh", "X", "H", "Hd") or (arr == "w" and i in own)):
+                return 0.0
             if arr in ("w", "wp"):
                 return T_.input(f"d{arr}[{i}]")
             if arr == "uh":
@@ -737,6 +743,18 @@ class PerKindDerivatives(PerKindForm):
             return 0.0                        # constants, T (or Udot: M is dT/dUdot), f_ext, gravity
 
         return _StepDual(T, tangent_of)
+
+    def _kinematics_carried(self, T, kind, b):
+        """Kinematics base to tip at a carried body (:meth:`_dual`): X_pb and H from the workspace (the values'
+        step stored them), so that only the tangents of V, a and b are computed and stored, and no hinge kernel
+        runs but Hdot's (whose value the tangents do not read: the printer drops it)."""
+        K0 = self._load_K(T, kind, b, with_ab=False)
+        Vp = [0.0] * 6 if b.root else self._load(T, kind, "V", 6, slot="wp")
+        K = soa.kinematics_step(T, b, Vp, self._io(T, b)["u"],
+                                joint_values=(K0["R"], K0["l"], K0["H"], soa.joint(T, b)[3]))
+        for f in ("a", "b"):
+            self._store(T, kind, f, K[f])
+        self._store(T, kind, "V", K["V"], all_entries=True)
 
     def _tangent_table(self, step, trace, doc):
         return self._table(step, trace, doc, signature=_TANGENT_SIGNATURE, params=_TANGENT_PARAMS, dual=self._dual)
@@ -930,6 +948,15 @@ class PerKindDerivatives(PerKindForm):
                                          ("dt_rnea_tip", self._rnea_tip, "the tangents of Newton-Euler tip to base")):
                     tabs.append(self._table(f"{step}_dl{width}", trace, doc, signature=sig, params=_TANGENT_PARAMS,
                                             dual=self._dual, lane=lane))
+                # the carried bodies' steps: moved through their parents only (their hinges' tangents fold to zero)
+                carried = partial(self._dual, carried=True)
+                ctabs = [self._table(f"{step}_carried_dl{width}", trace, doc + " at a body the directions move only "
+                                     "through its parent", signature=sig, params=_TANGENT_PARAMS, dual=carried, lane=lane)
+                         for step, trace, doc in (
+                             ("dt_velocities", self._kinematics_carried, "the tangents of the kinematics base to tip"),
+                             ("dt_rnea_base", self._rnea_base, "the tangents of Newton-Euler base to tip"),
+                             ("dt_rnea_tip", self._rnea_tip, "the tangents of Newton-Euler tip to base"))]
+                ckin, crb, crt = ctabs
                 # the ancestors' tip to base: forces passed through (their kinematics' tangents fold to zero)
                 drta = self._table(f"dt_rnea_tip_anc_dl{width}", self._rnea_tip, "the tangents of Newton-Euler tip to "
                                    "base at an ancestor of the moved bodies: f passed through", signature=sig,
@@ -937,13 +964,16 @@ class PerKindDerivatives(PerKindForm):
                 dkin, drb, drt = tabs
                 args = "(k, q, u, p, ws, tv, 0)"
                 dargs = "(k, q, u, p, ws, dws, sq, su, dT)"
+                zero = "(" + vec + "){0}"
                 driver = [
                     f"/* the derivatives of inverse dynamics, {width} directions at once (a lane each) */",
                     f"{target}static int sg_{nm}_id_derivatives_dl{width}(const double *q, const double *u, "
                     "const double *p, int tangent, double *out)", "{",
                     f"    double ws[{max(o, 1)}], tv[{max(nu, 1)}], sqs[{max(nq, 1)}];",
                     f"    {vec} dws[{max(o, 1)}], sq[{max(nq, 1)}], su[{max(nu, 1)}], dT[{max(nu, 1)}];",
-                    f"    int mark[{nb}], anc[{nb}];  /* the block's subtrees; their ancestors outside them */",
+                    f"    const {vec} zero = {zero};",
+                    f"    /* the block's subtrees; the bodies a direction of the block seeds; their ancestors outside them */",
+                    f"    int mark[{nb}], seeded[{nb}], anc[{nb}];",
                     f"    static const int u_body[{max(nu, 1)}] = {{{ints(ub)}}};  /* the body of each U */",
                     f"    static const int q_body[{max(nq, 1)}] = {{{ints(qb)}}};  /* the body of each Q */",
                     f"    static const int q_count[{nb}] = {{{ints(L.nqh[b.k] for b in self.bodies)}}};  /* each body's Q count */",
@@ -953,11 +983,11 @@ class PerKindDerivatives(PerKindForm):
                     f"    for (k = 0; k < {nb}; ++k) {rb}[{kinds}[k]]{args};",
                     f"    for (k = {nb - 1}; k >= 0; --k) {rt}[{kinds}[k]]{args};",
                     f"    sg_{nm}_mass_matrix(q, u, p, out + ndq * {nu} + {nu * nu});  /* dT/dUdot = M */",
-                    f"    for (i = 0; i < {nq}; ++i) {{ sqs[i] = 0.0; for (l = 0; l < {width}; ++l) sq[i][l] = 0.0; }}",
-                    f"    for (i = 0; i < {nu}; ++i) for (l = 0; l < {width}; ++l) su[i][l] = 0.0;",
+                    f"    for (i = 0; i < {nq}; ++i) {{ sqs[i] = 0.0; sq[i] = zero; }}",
+                    f"    for (i = 0; i < {nu}; ++i) su[i] = zero;",
                     f"    nd = ndq + {nu};",
                     f"    for (d0 = 0; d0 < nd; d0 += {width}) {{  /* directions d0 .. d0 + {width - 1}, lane l: d0 + l */",
-                    f"        for (k = 0; k < {nb}; ++k) mark[k] = anc[k] = 0;",
+                    f"        for (k = 0; k < {nb}; ++k) mark[k] = seeded[k] = anc[k] = 0;",
                     f"        for (l = 0; l < {width} && d0 + l < nd; ++l) {{  /* the seeds: Q (tangent: N(Q) e_d), then U */",
                     "            d = d0 + l;",
                     "            if (d >= ndq) { b = u_body[d - ndq]; su[d - ndq][l] = 1.0; }",
@@ -967,7 +997,7 @@ class PerKindDerivatives(PerKindForm):
                     f"                for (i = sg_{nm}_q0[b]; i < sg_{nm}_q0[b] + q_count[b]; ++i) {{ sq[i][l] = sqs[i]; sqs[i] = 0.0; }}",
                     "            }",
                     "            else { b = q_body[d]; sq[d][l] = 1.0; }",
-                    "            mark[b] = 1;",
+                    "            mark[b] = seeded[b] = 1;",
                     "        }",
                     f"        for (k = 0; k < {nb}; ++k) if ({parent}[k] >= 0 && mark[{parent}[k]]) mark[k] = 1;",
                     f"        for (k = {nb - 1}; k >= 0; --k) if ((mark[k] || anc[k]) && {parent}[k] >= 0 && !mark[{parent}[k]])",
@@ -975,19 +1005,20 @@ class PerKindDerivatives(PerKindForm):
                     "        /* the ancestors' tangents of what the moved bodies read (V, alpha: zero) and of f (zero, but for what",
                     "         * their children add); their steps read no other */",
                     f"        for (k = 0; k < {nb}; ++k) if (anc[k])",
-                    "            for (i = 0; i < 6; ++i) for (l = 0; l < " + str(width) + "; ++l)",
-                    "                " + " = ".join(f"dws[sg_{nm}_dl_ws[k] + {rnea_workspace(0)[fld]} + i][l]"
-                                                 for fld in ("V", "alpha", "f")) + " = 0.0;",
-                    f"        for (i = 0; i < {nu}; ++i) for (l = 0; l < {width}; ++l) dT[i][l] = 0.0;",
-                    f"        for (k = 0; k < {nb}; ++k) if (mark[k]) {dkin}[{kinds}[k]]{dargs};",
-                    f"        for (k = 0; k < {nb}; ++k) if (mark[k]) {drb}[{kinds}[k]]{dargs};",
+                    "            for (i = 0; i < 6; ++i)",
+                    "                " + " = ".join(f"dws[sg_{nm}_dl_ws[k] + {rnea_workspace(0)[fld]} + i]"
+                                                 for fld in ("V", "alpha", "f")) + " = zero;",
+                    f"        for (i = 0; i < {nu}; ++i) dT[i] = zero;",
+                    "        /* the seeded bodies' steps with their hinges' tangents, the carried bodies' without */",
+                    f"        for (k = 0; k < {nb}; ++k) if (mark[k]) (seeded[k] ? {dkin} : {ckin})[{kinds}[k]]{dargs};",
+                    f"        for (k = 0; k < {nb}; ++k) if (mark[k]) (seeded[k] ? {drb} : {crb})[{kinds}[k]]{dargs};",
                     f"        for (k = {nb - 1}; k >= 0; --k)",
-                    f"            if (mark[k]) {drt}[{kinds}[k]]{dargs};",
+                    f"            if (mark[k]) (seeded[k] ? {drt} : {crt})[{kinds}[k]]{dargs};",
                     f"            else if (anc[k]) {drta}[{kinds}[k]]{dargs};",
-                    f"        if (d0 + {width} <= ndq || d0 >= ndq) {{  /* the block's columns in one block of out: each row's {width} at once */",
+                    f"        if (d0 + {width} <= ndq || (d0 >= ndq && d0 + {width} <= nd)) {{  /* {width} columns of one block of out: each row's at once */",
                     f"            double *o = d0 < ndq ? out + d0 : out + ndq * {nu} + d0 - ndq;",
                     f"            const int m = d0 < ndq ? ndq : {nu};",
-                    f"            for (i = 0; i < {nu}; ++i) for (l = 0; l < {width} && d0 + l < nd; ++l) o[i * m + l] = dT[i][l];",
+                    f"            for (i = 0; i < {nu}; ++i) __builtin_memcpy(o + i * m, &dT[i], sizeof dT[i]);",
                     "        }",
                     f"        else for (l = 0; l < {width} && d0 + l < nd; ++l) {{  /* lane l into column d of out */",
                     "            d = d0 + l;",
