@@ -937,6 +937,18 @@ class PerKindDerivatives(PerKindForm):
             ub = [b.k for b in self.bodies for _ in range(b.nu)]
             qb = [b.k for b in self.bodies for _ in range(L.nqh[b.k])]
             ints = lambda xs: ", ".join(map(str, xs)) or "0"  # noqa: E731
+            children = {b.k: [] for b in self.bodies}
+            for b in self.bodies:
+                if b.parent >= 0:
+                    children[b.parent].append(b.k)
+            depth_first, stack = [], [b.k for b in reversed(self.bodies) if b.parent < 0]
+            while stack:
+                k = stack.pop()
+                depth_first.append(self.bodies[k])
+                stack += reversed(children[k])
+            u_order = [b.u0 + c for b in depth_first for c in range(b.nu)]
+            q_order = [L.q0[b.k] + c for b in depth_first for c in range(L.nqh[b.k])]
+            assert sorted(u_order) == list(range(nu)) and sorted(q_order) == list(range(nq))
             for vec, width, target, guard in (("sg_dv8", 8, '__attribute__((target("avx512f"))) ',
                                                "SG_DERIVS && SG_DERIVS_AVX512"), ("sg_dv2", 2, "", "SG_DERIVS")):
                 self._made, self.functions, self.tables = set(), [], []
@@ -977,7 +989,12 @@ class PerKindDerivatives(PerKindForm):
                     f"    static const int u_body[{max(nu, 1)}] = {{{ints(ub)}}};  /* the body of each U */",
                     f"    static const int q_body[{max(nq, 1)}] = {{{ints(qb)}}};  /* the body of each Q */",
                     f"    static const int q_count[{nb}] = {{{ints(L.nqh[b.k] for b in self.bodies)}}};  /* each body's Q count */",
-                    f"    int k, i, d, d0, b, l, nd, ndq = tangent ? {nu} : {nq};",
+                    f"    /* the U and the Q in the depth-first order of their bodies: a block of W directions moves W bodies'",
+                    f"     * subtrees, and depth-first neighbours share theirs (the bodies are numbered level by level) */",
+                    f"    static const int u_order[{max(nu, 1)}] = {{{ints(u_order)}}};",
+                    f"    static const int q_order[{max(nq, 1)}] = {{{ints(q_order)}}};",
+                    f"    int dl[{width}], ol[{width}], ml[{width}];  /* each lane's direction, and its column of out: ol + row * ml */",
+                    f"    int k, i, d, s0, b, l, nl, nd, ndq = tangent ? {nu} : {nq};",
                     "    /* the values: kinematics, Newton-Euler base to tip, tip to base (each f with its children's) */",
                     f"    for (k = 0; k < {nb}; ++k) {kin}[{kinds}[k]]{args};",
                     f"    for (k = 0; k < {nb}; ++k) {rb}[{kinds}[k]]{args};",
@@ -986,10 +1003,13 @@ class PerKindDerivatives(PerKindForm):
                     f"    for (i = 0; i < {nq}; ++i) {{ sqs[i] = 0.0; sq[i] = zero; }}",
                     f"    for (i = 0; i < {nu}; ++i) su[i] = zero;",
                     f"    nd = ndq + {nu};",
-                    f"    for (d0 = 0; d0 < nd; d0 += {width}) {{  /* directions d0 .. d0 + {width - 1}, lane l: d0 + l */",
+                    f"    for (s0 = 0; s0 < nd; s0 += {width}) {{  /* the directions in places s0 .. s0 + {width - 1} of that order */",
+                    f"        nl = nd - s0 < {width} ? nd - s0 : {width};",
                     f"        for (k = 0; k < {nb}; ++k) mark[k] = seeded[k] = anc[k] = 0;",
-                    f"        for (l = 0; l < {width} && d0 + l < nd; ++l) {{  /* the seeds: Q (tangent: N(Q) e_d), then U */",
-                    "            d = d0 + l;",
+                    "        for (l = 0; l < nl; ++l) {  /* the seeds: Q (tangent: N(Q) e_d), then U */",
+                    "            d = dl[l] = s0 + l >= ndq ? ndq + u_order[s0 + l - ndq] : tangent ? u_order[s0 + l] : q_order[s0 + l];",
+                    f"            ol[l] = d < ndq ? d : ndq * {nu} + d - ndq;",
+                    f"            ml[l] = d < ndq ? ndq : {nu};",
                     "            if (d >= ndq) { b = u_body[d - ndq]; su[d - ndq][l] = 1.0; }",
                     "            else if (tangent) {",
                     f"                b = u_body[d]; sg_{nm}_dseed[{kinds}[b]](b, d - sg_{nm}_u0[b], q, u, sqs);",
@@ -1015,17 +1035,12 @@ class PerKindDerivatives(PerKindForm):
                     f"        for (k = {nb - 1}; k >= 0; --k)",
                     f"            if (mark[k]) (seeded[k] ? {drt} : {crt})[{kinds}[k]]{dargs};",
                     f"            else if (anc[k]) {drta}[{kinds}[k]]{dargs};",
-                    f"        if (d0 + {width} <= ndq || (d0 >= ndq && d0 + {width} <= nd)) {{  /* {width} columns of one block of out: each row's at once */",
-                    f"            double *o = d0 < ndq ? out + d0 : out + ndq * {nu} + d0 - ndq;",
-                    f"            const int m = d0 < ndq ? ndq : {nu};",
-                    f"            for (i = 0; i < {nu}; ++i) __builtin_memcpy(o + i * m, &dT[i], sizeof dT[i]);",
-                    "        }",
-                    f"        else for (l = 0; l < {width} && d0 + l < nd; ++l) {{  /* lane l into column d of out */",
-                    "            d = d0 + l;",
-                    f"            for (i = 0; i < {nu}; ++i) out[d < ndq ? i * ndq + d : ndq * {nu} + i * {nu} + d - ndq] = dT[i][l];",
-                    "        }",
-                    f"        for (l = 0; l < {width} && d0 + l < nd; ++l) {{  /* the seeds off */",
-                    "            d = d0 + l;",
+                    f"        for (l = 1; l < nl && ol[l] == ol[0] + l && ml[l] == ml[0]; ++l) {{}}",
+                    f"        if (l == {width})  /* {width} adjacent columns of one block of out: each row's at once */",
+                    f"            for (i = 0; i < {nu}; ++i) __builtin_memcpy(out + ol[0] + i * ml[0], &dT[i], sizeof dT[i]);",
+                    f"        else for (i = 0; i < {nu}; ++i) for (l = 0; l < nl; ++l) out[ol[l] + i * ml[l]] = dT[i][l];",
+                    "        for (l = 0; l < nl; ++l) {  /* the seeds off */",
+                    "            d = dl[l];",
                     "            if (d >= ndq) su[d - ndq][l] = 0.0;",
                     "            else if (tangent) { b = u_body[d];",
                     f"                for (i = sg_{nm}_q0[b]; i < sg_{nm}_q0[b] + q_count[b]; ++i) sq[i][l] = 0.0; }}",
