@@ -60,6 +60,35 @@ def test_batches_equal_one_state_calls(model, n):
     _same(model.mass_matrix(Q), np.array([model.mass_matrix(Q[i]) for i in range(n)]), f"{model.name} M, N = {n}")
 
 
+def test_batches_sharing_p_equal_batches_with_a_p_per_state(model):
+    """Without f_ext, a batch's states share p but for its middle (T or Udot): sg_<m>_<verb>_batch_mid takes one p
+    row and the middles (plan.CBatch.mid), which is what mb.forward_dynamics / inverse_dynamics call.  It equals
+    sg_<m>_<verb>_batch with one p row per state bit for bit, for N around the lane width, with the model's
+    gravity edited in place (the row it keeps follows) and with gravity= given."""
+    b = model.binding
+    n = 2 * W + 3
+    Q, U, T = _states(model, n, 11)
+    g0 = b.gravity.copy()
+    try:
+        for gravity, edit in ((None, None), (None, [0.3, -1.2, -9.0]), ([1.0, 2.0, -3.0], None)):
+            if edit is not None:
+                b.gravity[:] = edit
+            for kernel in ("forward_dynamics", "inverse_dynamics"):
+                mid = getattr(b.lib, f"sg_{model.name}_{kernel}_batch_mid")
+                for m in (1, W - 1, W, n):
+                    out = np.full((m, model.nu), np.nan)
+                    P = b.p(m, T[:m], None, gravity)
+                    ref, status = b.call_batch(kernel, Q[:m], U[:m], P, model.nu)
+                    s = mid(m, b.buf(Q[:m]), b.buf(U[:m]), b.shared_p(gravity), b.buf(T[:m]), b.buf(out))
+                    assert s == status, (kernel, m, s, status)
+                    np.testing.assert_array_equal(out, ref, err_msg=f"{model.name} {kernel} N = {m}, g {gravity}, {edit}")
+                tree = {"tree": True} if model.loops and kernel == "forward_dynamics" else {}   # closed chains: TA
+                _same(getattr(model, kernel)(Q, U, T, gravity=gravity, **tree), b.call_batch(
+                    kernel, Q, U, b.p(n, T, None, gravity), model.nu)[0], f"{model.name} {kernel} through the façade")
+    finally:
+        b.gravity[:] = g0
+
+
 def test_lane_functions_are_there():
     """arm7 (a chain) gets all three; the floating quadruped (a branched tree) FD and ID, M stays per state."""
     from symgen.model import load_model

@@ -1149,17 +1149,18 @@ def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: 
 
 def _looped_lane_function(kind: str, lines: list, L) -> dict:
     """The pieces of templates/helpers/lanes.c.jinja for a lane function of the looped schedule
-    (:meth:`symgen.codegen.perkind.PerKindForm.emit_lanes`: ``lines`` its body): the whole of q (and u, and p for
-    ID; FD takes p already in lanes) into vector arrays, the outputs from out_l."""
+    (:meth:`symgen.codegen.perkind.PerKindForm.emit_lanes`: ``lines`` its body): the whole of q (and u) into
+    vector arrays, the outputs from out_l; FD and ID take p already in lanes."""
     nq, nu, n_p = L.nq, L.nu, L.params.size
-    ins = {"fd": [("q", nq, nq), ("u", nu, nu)], "id": [("q", nq, nq), ("u", nu, nu), ("p", n_p, n_p)],
+    ins = {"fd": [("q", nq, nq), ("u", nu, nu)], "id": [("q", nq, nq), ("u", nu, nu)],
            "mm": [("q", nq, nq)]}[kind]
     ins = [x for x in ins if x[1]]
     out_size = nu * nu if kind == "mm" else nu
     return {"ins": ins, "head": [], "lines": lines, "loop_i": True, "out_l": bool(out_size), "guard": "",
             "unused": [a for a in ("q", "u", "p", "out") if a not in {x[0] for x in ins}
-                       and not (a == "p" and kind == "fd") and not (a == "out" and out_size)],
-            "out_size": out_size, "sincos": False, "p_lanes": (n_p, n_p) if kind == "fd" else None,
+                       and not (a == "p" and kind in ("fd", "id")) and not (a == "out" and out_size)],
+            "out_size": out_size, "sincos": False, "p_lanes": (n_p, n_p) if kind in ("fd", "id") else None,
+            "mid": (L.params["tau"], nu) if kind in ("fd", "id") else None,
             "part": LOOPED_LANES_PART, "looped": True}
 
 
@@ -1281,9 +1282,13 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, 
 
     parents = [b.parent for b in bodies]
     branched = len(set(parents)) < len(parents)     # a branched tree's M: slower per lane than one state at a time
-    kinds = {"fd": lane("fd", L.params.size, L.nu, p_lanes=True), "id": lane("id", L.params.size, L.nu),
+    kinds = {"fd": lane("fd", L.params.size, L.nu, p_lanes=True), "id": lane("id", L.params.size, L.nu, p_lanes=True),
              "mm": None if branched else lane("mm", L.params.size if L.theta_blocks else 0, L.nu * L.nu),
              # the centroidal momentum's rate has none: the length of inverse dynamics, compile time for a call that
              # MPC makes once per state (its batches go one state at a time)
              "cm": lane("cm", L.params.size if L.theta_blocks else 0, 6 * L.nu + 9), "cd": None}
+    for k in ("fd", "id"):        # the batches of states that share p but for T / Udot (plan.CBatch.mid)
+        f, t0 = kinds[k], L.params["tau"]
+        if f:
+            f["mid"] = (t0, max(0, min(L.nu, f["p_lanes"][0] - t0))) if f["p_lanes"] else None
     return {"width": width, **kinds, "sincos": any(f and f["sincos"] for f in kinds.values()), "looped": None}

@@ -57,6 +57,10 @@ class CBatch:
     args: tuple
     status: int = 0
     lanes: CLanes | None = None
+    #: also ``sg_<m>_<verb>_batch_mid(n, q, u, p0, mid, out)``: the states share one p row, ``p0``, but for its
+    #: middle (T or Udot: ``mid``, n x nU, at this offset of p), so that no n rows of p are built and read (a
+    #: batch without f_ext); None: no such function
+    mid: int | None = None
 
     def name(self, model: str) -> str:
         return f"sg_{model}_{self.verb}_batch"
@@ -70,6 +74,10 @@ class CBatch:
         batch (its one-state function is generated only with the derivatives) or one whose lane form is compiled
         on first use with them, so that part 0 is the same text in the modules with and without them."""
         return self.verb.endswith("_derivatives") or bool(self.lanes and self.lanes.guard)
+
+    @property
+    def out(self) -> CArg:
+        return self.args[-1]
 
     @property
     def ret(self) -> str:
@@ -98,11 +106,11 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
     fd_lanes = CLanes("fd", p_tree.per_state, nu, "int s = ", f"if (s) return (int)(i * {status} + s);") \
         if lanes.get("fd") else None
     batches = [
-        CBatch("forward_dynamics", (q, u, p_tree, out(nu)), status, fd_lanes),
+        CBatch("forward_dynamics", (q, u, p_tree, out(nu)), status, fd_lanes, mid=L.params["tau"]),
         CBatch("atbi_matrices", (q, u, p_tree, out(L.mats.size * L.nb)), status),
         CBatch("upsilon", (q, u, p_tree, out(36 * L.nb)), status),
         CBatch("inverse_dynamics", (q, u, p_tree, out(nu)), 0,
-               CLanes("id", p_tree.per_state, nu) if lanes.get("id") else None),
+               CLanes("id", p_tree.per_state, nu) if lanes.get("id") else None, mid=L.params["tau"]),
         CBatch("mass_matrix", (q, u, mm_p, out(nu * nu)), 0,
                CLanes("mm", mm_p.per_state, nu * nu) if lanes.get("mm") else None),
         CBatch("centroidal_momentum_matrix", (q, u, mm_p, out(6 * nu + 9)), 0,

@@ -26,6 +26,8 @@ Data (read-only by convention):
 Calls:
 
 * ``buf(a)``: cffi ``double[]`` pointer to a float64 C-contiguous array (a scratch zero when empty);
+* ``shared_p(gravity)``: the one p row of ``sg_<name>_<forward|inverse>_dynamics_batch_mid`` (states that
+  share p but for T / Udot: what ``dynamics`` calls without f_ext and params);
 * ``states(q, u=None)`` -> ``(single, Q, U)``, checked, (N, nQ) / (N, nU); ``unbatch(single, a)``: ``a[0]``
   for one state, else ``a``;
 * ``check_out(out, shape, what)``: the caller's ``out=`` checked; ``out_pointer(...)``: the same as a pointer;
@@ -140,6 +142,7 @@ class ModelBinding:
         #: pointer to the p of calls that read at most theta (the one-state mass matrix, the loop Jacobian, the
         #: kernels that read no p): a parametric build's p at the model file's values, else one unread zero
         self.nominal_p = self._fb(self._dbl, self._p1)
+        self._p_shared = None   # the p row of the batches that share it (shared_p)
         self._deriv_rows = {}   # the lean derivative calls' p rows and work array (derivatives_one, step_one)
 
     def __repr__(self):
@@ -264,6 +267,17 @@ class ModelBinding:
         if g.shape != (3,):
             raise ValueError(f"{self.name}: gravity must be 3 numbers, got {g.shape}")
         return g
+
+    def shared_p(self, gravity):
+        """A pointer to one p row (middle zero) for the batches whose states share p but for the middle: with the
+        model's gravity as it is now (it may have been edited in place: the kept row is refreshed, with the same
+        numbers in every thread), or ``gravity`` (3 numbers: a row of this call's own)."""
+        if gravity is not None:
+            return self.buf(np.ascontiguousarray(self.p(1, np.zeros(self.nu), None, gravity)[0]))
+        if self._p_shared is None:
+            self._p_shared = np.ascontiguousarray(self.p(1, np.zeros(self.nu), None, None)[0])
+        self._p_shared[self.layout.params.span("gravity")] = self._gravity
+        return self.buf(self._p_shared)
 
     def gravity_pointer(self, g):
         """The one-state calls' gravity: the model's (``g`` None), or ``g`` (3 numbers) checked."""
@@ -409,8 +423,15 @@ class ModelBinding:
         _, _, M = self.states(q, middle)
         if out is not None:
             out = self.check_out(out, (self.nu,) if single else (Q.shape[0], self.nu), kernel)
-        res, status = self.call_batch(kernel, Q, U, self.p(Q.shape[0], M, f_ext, gravity, params), self.nu,
-                                      None if out is None else out.reshape(Q.shape[0], self.nu))
+        mid = None if f_ext is not None or params is not None else getattr(self.lib, f"sg_{self.name}_{kernel}_batch_mid",
+                                                                           None)
+        if mid is not None and (gravity is None or np.shape(gravity) == (3,)):
+            # the states share p but for the middle: one p row, not N (sg_<name>_<kernel>_batch_mid)
+            res = np.empty((Q.shape[0], self.nu)) if out is None else out.reshape(Q.shape[0], self.nu)
+            status = mid(Q.shape[0], self.buf(Q), self.buf(U), self.shared_p(gravity), self.buf(M), self._out_buf(res))
+        else:
+            res, status = self.call_batch(kernel, Q, U, self.p(Q.shape[0], M, f_ext, gravity, params), self.nu,
+                                          None if out is None else out.reshape(Q.shape[0], self.nu))
         if status:
             self.check_status(status, kernel, Q)
         return out if out is not None else self.unbatch(single, res)
