@@ -62,20 +62,11 @@ def _is_slow(item) -> bool:
     return any(fnmatch.fnmatchcase(f"{file}::{name}", p) for p in SLOW_TESTS)
 
 
-#: the files that take longest (a setup of 100 s: the docs site with its notebooks executed; many derivative modules),
-#: collected first: pytest-xdist's ``--dist loadfile`` hands out whole files in collection order, so a long file
-#: collected last kept one core busy while the other had nothing left (the suite ran at 185% CPU on 2 cores)
-FIRST = ("test_docs.py", "test_derivatives.py", "test_closed_chains_robust.py", "test_per_kind_form.py",
-         "test_c_kernels.py", "test_lanes.py", "test_closed_chains_pinocchio.py", "test_dynamics.py")
-
-
 def pytest_collection_modifyitems(config, items):
-    """Mark the slow tests (module docstring); ``-m "not slow"`` deselects them.  The :data:`FIRST` files first."""
+    """Mark the slow tests (module docstring); ``-m "not slow"`` deselects them."""
     for item in items:
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
-    rank = {name: i for i, name in enumerate(FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))     # stable: the rest keep their order
 
 
 TIMINGS: dict = {}
