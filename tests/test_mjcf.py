@@ -309,6 +309,6 @@ def test_cli_build_of_an_mjcf_file(tmp_path):
 
 
 def test_from_mujoco_needs_an_mjcf_model():
-    mb = symgen.build(DATA.parent / "serial_compound.yaml")
+    mb = symgen.build(ROOT / "examples" / "models" / "arm7.urdf")     # a URDF model (built by most files already)
     with pytest.raises(ValueError, match="built from an MJCF file"):
         mb.from_mujoco(np.zeros(mb.nq))
