@@ -76,6 +76,10 @@ def test_centroidal_functions_match_pinocchio(pin_pair):
         assert _rel(mb.center_of_mass(q), pin.centerOfMass(pm, pd, qp)) < 1e-10, f"c, state {i}"
         dhg = pin.computeCentroidalMomentumTimeVariation(pm, pd, qp, v, a).vector
         assert _rel(_swap(mb.centroidal_dynamics(q, u, udot)), dhg) < 1e-10, f"hdot_G, state {i}"
+    # one state from Python: the compiled call (runtime/fastcall.c, installed with the derivative module) gives
+    # the method's own path's numbers bit for bit
+    assert type(mb.centroidal_momentum_matrix).__name__ == "Call"
+    np.testing.assert_array_equal(mb.centroidal_momentum_matrix(q), symgen.MultibodyModel.centroidal_momentum_matrix(mb, q))
 
 
 @pytest.fixture(scope="module")

@@ -609,7 +609,8 @@ class ModelBinding:
 
     def derivative_fast_calls(self, ext, methods: dict) -> tuple:
         """The compiled one-state calls of the derivative methods (``methods``: forward_dynamics_derivatives,
-        inverse_dynamics_derivatives, step_derivatives), on this binding's module; empty for a model with loops
+        inverse_dynamics_derivatives, step_derivatives, and centroidal_momentum_matrix, which lives in the same
+        module), on this binding's module; empty for a model with loops
         (the methods raise) or without Q or U."""
         if not (self.nq and self.nu) or self.manifest.get("loops"):
             return ()
@@ -620,6 +621,8 @@ class ModelBinding:
                            (3, self.nu, self.nu), g, on_status=lambda s, q, k=k: self.derivative_status(s, k))
                       for k in ("forward", "inverse"))
         calls += (call("step_derivatives", _K_STEP, getattr(lib, f"sg_{name}_step_derivatives_single"), (1,), g,
-                       self._step_work, on_status=lambda s, q: self.derivative_status(s, "forward")),)
+                       self._step_work, on_status=lambda s, q: self.derivative_status(s, "forward")),
+                  call("centroidal_momentum_matrix", _K_Q_FIXED,
+                       getattr(lib, f"sg_{name}_centroidal_momentum_matrix_only"), (6, self.nu), self._u1, self._p1))
         self._calls += calls
         return calls

@@ -33,7 +33,8 @@ from .hinge_kernels import HingeKernels, load_generated
 ONE_STATE = ("frame_pose", "jacobian", "frame_velocity", "frame_poses", "mass_matrix", "inverse_dynamics",
              "forward_dynamics")
 #: the one-state methods whose compiled calls come with the derivative functions' module
-DERIVATIVE_CALLS = ("forward_dynamics_derivatives", "inverse_dynamics_derivatives", "step_derivatives")
+DERIVATIVE_CALLS = ("forward_dynamics_derivatives", "inverse_dynamics_derivatives", "step_derivatives",
+                    "centroidal_momentum_matrix")
 
 
 class MultibodyModel:
