@@ -915,7 +915,9 @@ class PerKindDerivatives(PerKindForm):
         the values doubles, every tangent a vector, one direction per lane) and a driver
         ``sg_<m>_id_derivatives_dl<W>`` that runs a block of W directions over the union of their bodies'
         subtrees (base to tip) and that and their ancestors (tip to base); the values once, by steps traced on the
-        same compact workspace (:func:`rnea_workspace`).  Each lane's numbers are the one-direction driver's (up to
+        same compact workspace (:func:`rnea_workspace`).  A block's directions are neighbours in the depth-first
+        order of their bodies, and its subtrees' bodies that none of its directions seeds run the carried steps
+        (:meth:`_dual`, :meth:`_kinematics_carried`: no hinge tangents, no hinge kernel).  Each lane's numbers are the one-direction driver's (up to
         the sign of a zero: a lane adds the zero tangents of the block's other subtrees).  ``dispatch``: the lines
         that start ``sg_<m>_id_derivatives``: the widest form the CPU runs, else the one-direction driver."""
         nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
