@@ -784,6 +784,11 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
         if per_kind_entries and not flexible else {}
     for k, lines in looped.items():
         lanes[k] = _looped_lane_function(k, lines, L)
+    t0 = L.params["tau"]
+    for k in ("fd", "id"):        # the batches of states that share p but for T / Udot (plan.CBatch.mid): where the
+        f = lanes[k]              # lane function takes p in lanes, the offset and count of T / Udot among its entries
+        if f:
+            f["mid"] = (t0, max(0, min(L.nu, f["p_lanes"][0] - t0))) if f["p_lanes"] else None
     if looped:
         lanes["looped"] = {"part": LOOPED_LANES_PART, "functions": per_kind.lane_functions}
         lanes["sincos"] = lanes["sincos"] or any("sg_sincos_split_lanes(" in x for x in per_kind.lane_functions)
@@ -1160,7 +1165,6 @@ def _looped_lane_function(kind: str, lines: list, L) -> dict:
             "unused": [a for a in ("q", "u", "p", "out") if a not in {x[0] for x in ins}
                        and not (a == "p" and kind in ("fd", "id")) and not (a == "out" and out_size)],
             "out_size": out_size, "sincos": False, "p_lanes": (n_p, n_p) if kind in ("fd", "id") else None,
-            "mid": (L.params["tau"], nu) if kind in ("fd", "id") else None,
             "part": LOOPED_LANES_PART, "looped": True}
 
 
@@ -1287,8 +1291,4 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, 
              # the centroidal momentum's rate has none: the length of inverse dynamics, compile time for a call that
              # MPC makes once per state (its batches go one state at a time)
              "cm": lane("cm", L.params.size if L.theta_blocks else 0, 6 * L.nu + 9), "cd": None}
-    for k in ("fd", "id"):        # the batches of states that share p but for T / Udot (plan.CBatch.mid)
-        f, t0 = kinds[k], L.params["tau"]
-        if f:
-            f["mid"] = (t0, max(0, min(L.nu, f["p_lanes"][0] - t0))) if f["p_lanes"] else None
     return {"width": width, **kinds, "sincos": any(f and f["sincos"] for f in kinds.values()), "looped": None}
