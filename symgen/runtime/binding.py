@@ -142,8 +142,7 @@ class ModelBinding:
         #: pointer to the p of calls that read at most theta (the one-state mass matrix, the loop Jacobian, the
         #: kernels that read no p): a parametric build's p at the model file's values, else one unread zero
         self.nominal_p = self._fb(self._dbl, self._p1)
-        self._p_shared = None   # the p row of the batches that share it (shared_p)
-        self._deriv_rows = {}   # the lean derivative calls' p rows and work array (derivatives_one, step_one)
+        self._deriv_rows = {}   # the lean calls' p rows (derivatives_one, step_one, shared_p) and work array
 
     def __repr__(self):
         return f"<symgen.ModelBinding {self.name}: module {self.manifest.get('module', '?')}>"
@@ -274,10 +273,7 @@ class ModelBinding:
         numbers in every thread), or ``gravity`` (3 numbers: a row of this call's own)."""
         if gravity is not None:
             return self.buf(np.ascontiguousarray(self.p(1, np.zeros(self.nu), None, gravity)[0]))
-        if self._p_shared is None:
-            self._p_shared = np.ascontiguousarray(self.p(1, np.zeros(self.nu), None, None)[0])
-        self._p_shared[self.layout.params.span("gravity")] = self._gravity
-        return self.buf(self._p_shared)
+        return self._lean_p("batch_mid", 0.0)
 
     def gravity_pointer(self, g):
         """The one-state calls' gravity: the model's (``g`` None), or ``g`` (3 numbers) checked."""
