@@ -182,6 +182,29 @@ def test_the_strict_check_stops_early_but_misses_no_warning(tmp_path, body, warn
     strict_check(tmp_path / "ok.c", "test")
 
 
+@pytest.mark.parametrize("level", ["0", "3"])
+@pytest.mark.parametrize("body, warning", [
+    ("static void unused(void) {}\nint f(void) { return 0; }\n", "unused-function"),
+    ("int f(int x) { if (x) return 1; return 0; }\nint g(int x) { if (x) return 1; }\n", "return-type"),
+    ("int f(void) { int a[0]; (void)a; return 0; }\n", "pedantic"),
+])
+def test_a_module_with_a_warning_does_not_build_at_any_level(tmp_path, monkeypatch, level, body, warning):
+    """build_module refuses C with a strict-flag warning whether it checks in a run of its own (-O3) or in the
+    objects' own compiler runs (-O0, symgen.pipeline.compile.one_run_checks), and builds the same file
+    without it."""
+    from symgen.pipeline.compile import BuildError, build_module, one_run_checks, opt_flags
+
+    monkeypatch.setenv("SYMGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SYMGEN_OPT", level)
+    assert one_run_checks(opt_flags()) == (level == "0")
+    header = "/* SG_CDEF_BEGIN */\nint f(int x);\n/* SG_CDEF_END */\n"
+    with pytest.raises(BuildError, match=warning):
+        build_module(f"w{level}", {"w.c": body, "w.h": header.replace("int x", "void" if "f(void)" in body
+                                                                         else "int x")}, "test")
+    ok, _, _ = build_module(f"ok{level}", {"ok.c": "int f(int x) { return 2 * x; }\n", "ok.h": header}, "test")
+    assert ok.lib.f(21) == 42
+
+
 def test_hinge_sources_do_not_depend_on_which_spelling_was_cached_first(tmp_path, monkeypatch):
     """PIN(), PIN(axis=(0, 0, 1)) and PIN(axis=(0.0, 0.0, 1.0)) share one derivation; each hinge's C carries its
     own label, whichever spelling reached the cache first (else one model's C, and its module hash, would depend

@@ -291,31 +291,47 @@ def _object_to_cache(key, obj: Path) -> None:
     os.replace(tmp, d / f"{key}.o")
 
 
+def one_run_checks(flags) -> bool:
+    """Whether a module compiled with ``flags`` checks and compiles each file in one compiler run: at -O0
+    (``SYMGEN_OPT=0``: test suites, quick iterations).  Each file is then one translation unit compiled with the
+    strict flags, which give at -O0 the warnings :func:`strict_check` gives (it stops after the same middle
+    end); the parts (``-DSG_PART=k``) are not used.  At -O0 a compile costs little per line, so the parts'
+    repeated parsing of the whole file and the separate check cost more CPU than their parallelism saves:
+    all_hinges with derivatives, 27 s of CPU as one run against 46 s (a check of 9 s, 17 parts of 1-9 s);
+    arm7, 1.0 s against 2.1 s.  Above -O0 the parts win (a long function's optimization dominates) and the
+    check is a third of an -O0 compile."""
+    return "-O0" in flags
+
+
 def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wrapper: Path) -> list:
     """Strict-check every translation unit and compile it to an object (``-DSG_PART=k`` once per part when
     there are several), and the cffi wrapper ``wrapper``, as parallel compiler processes, one per core.
+    At -O0 (:func:`one_run_checks`) one compiler run per file does both, without parts.
     Returns the object paths (the wrapper's last)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    split = parts and len(parts) > 1
+    checked = one_run_checks(flags)
+    split = parts and len(parts) > 1 and not checked
     # a part holds only some of the file's functions: the helpers the others use are unused there
     quiet = ("-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-const-variable")
     jobs = [(f, k) for f in c_files for k in (parts if split else [None])]      # in the given order: longest first
 
-    def run(cmd, what):
+    def run(cmd, what, strict_flags=()):
         out = subprocess.run(cmd, capture_output=True, text=True, cwd=src)
         if out.returncode != 0:
-            raise BuildError(f"{label}: {what} does not compile:\n{_first_error_lines(out.stderr)}")
+            with_flags = f" with {' '.join(strict_flags)}" if strict_flags else ""
+            raise BuildError(f"{label}: {what} does not compile{with_flags}:\n{_first_error_lines(out.stderr)}")
 
     def compile_one(job):
         f, k = job
         obj = src / (f"{Path(f).stem}.o" if k is None else f"{Path(f).stem}.part{k}.o")
-        cmd = [*cc, *flags, "-std=c99", "-fPIC", "-c", str(src / f), "-o", str(obj), f"-I{src}"]
+        cmd = [*cc, *flags, *(STRICT_FLAGS if checked else ("-std=c99",)), "-fPIC", "-c", str(src / f), "-o",
+               str(obj), f"-I{src}"]
         if k is not None:
             cmd += [f"-DSG_PART={k}", *quiet]
         key = _object_key(cmd, src)
         if not _object_from_cache(key, obj):
-            run(cmd, f)
+            run(cmd, f, STRICT_FLAGS if checked else ())
             _object_to_cache(key, obj)
         return obj
 
@@ -329,10 +345,11 @@ def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wra
         strict_check(src / f, label, cc, [x for x in flags if x.startswith("-D")])
 
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as ex, \
-            progress.bar("compile", len(jobs) + len(c_files) + 1, "compiling") as bar:
-        # the longest first: the parts (FD, ID, M), the rest of the model, the wrapper, the strict checks
+            progress.bar("compile", len(jobs) + (0 if checked else len(c_files)) + 1, "compiling") as bar:
+        # the longest first: the parts (FD, ID, M), the rest of the model, the wrapper, the strict checks (at -O0 in
+        # the objects' own compiler runs)
         objects = [ex.submit(compile_one, j) for j in jobs] + [ex.submit(compile_wrapper)]
-        checks = [ex.submit(strict, f) for f in c_files]
+        checks = [] if checked else [ex.submit(strict, f) for f in c_files]
         for fut in as_completed(checks + objects):
             bar.update(1)
     for fut in checks + objects:     # the first error in that order: the strict check's, a source's, the wrapper's
