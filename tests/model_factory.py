@@ -41,11 +41,28 @@ def coverage_tree(name: str):
     return load_model(ALL_HINGES) if name == "all_hinges" else hinge_group_tree(int(name[len("hinges"):]))
 
 
+#: the (name, form) pairs whose derivatives test_derivatives takes: every file builds them with their derivatives,
+#: so that each is one module per session.  A model built without them compiles a second module on its first
+#: derivative call, which at -O0 (one compiler run per file, symgen.pipeline.compile.one_run_checks) compiles the
+#: value functions again: 5-7 s for each small tree, 24 s for all_hinges in the per-kind form.
+WITH_DERIVATIVES = {(f"hinges{i}", "auto") for i in range(4)} | {("all_hinges", "per_kind"), ("arm7", "per_kind")}
+
+
+def with_derivatives(name: str, form: str = "auto") -> bool:
+    """Whether the tests build model ``name`` (a coverage tree, or an example's stem) in ``form`` with its
+    derivatives (:data:`WITH_DERIVATIVES`)."""
+    return (name, form) in WITH_DERIVATIVES
+
+
 def build_coverage_tree(name: str, form: str = "auto"):
-    """The built model of a :data:`COVERAGE_TREES` name (all_hinges as every file builds the example: by its path)."""
+    """The built model of a :data:`COVERAGE_TREES` name (all_hinges as every file builds the example: by its path),
+    with its derivatives where test_derivatives takes them (:data:`WITH_DERIVATIVES`)."""
     from symgen.pipeline.package import build_model
 
-    return symgen.build(ALL_HINGES, form=form) if name == "all_hinges" else build_model(coverage_tree(name), form=form)
+    d = with_derivatives(name, form)
+    if name == "all_hinges":
+        return symgen.build(ALL_HINGES, form=form, derivatives=d)
+    return build_model(coverage_tree(name), form=form, derivatives=d)
 
 
 def random_tree_dict(seed: int, types=None, name=None) -> dict:

@@ -16,7 +16,7 @@ import pytest
 
 import symgen
 from helpers import assert_close, erd_file
-from model_factory import hinge_group_tree
+from model_factory import build_coverage_tree, hinge_group_tree
 from pin_maps import to_pin_q, u_map
 from symgen.codegen.lanes import lane_width
 
@@ -40,7 +40,7 @@ def fixed_robot(request, urdf_robots):
     path = erd_file(ERD[name]) if name in ERD else urdf_robots / f"{name}.urdf"
     if path is None:
         pytest.skip("example-robot-data is not installed")
-    return symgen.build(str(path)), pin.buildModelFromUrdf(str(path))
+    return symgen.build(str(path), derivatives=True), pin.buildModelFromUrdf(str(path))   # one module, not two
 
 
 def _rel(a, b):
@@ -107,7 +107,7 @@ def tree(request, urdf_robots):
     name = request.param
     if name == "quadruped-floating":
         return symgen.build(str(ROOT / "examples" / "models" / "quadruped.urdf"), floating_base=True)
-    return build_model(hinge_group_tree(int(name[-1])))
+    return build_model(hinge_group_tree(int(name[-1])), derivatives=True)   # as every file builds them
 
 
 def _f_ext(mb, rng):
@@ -172,9 +172,9 @@ def per_kind(request):
     """Models test_per_kind_form builds in the per-kind form too: arm7 (Pinocchio's oracle) and all_hinges (every
     hinge type, FULL6DOF and BALL_QUAT's tangent seeds among them)."""
     models = ROOT / "examples" / "models"
-    if request.param == "arm7":
-        return symgen.build(str(models / "arm7.urdf"), form="per_kind")
-    return symgen.build(str(models / "all_hinges.yaml"), form="per_kind")
+    if request.param == "arm7":      # with derivatives, as test_per_kind_form builds it (model_factory.WITH_DERIVATIVES)
+        return symgen.build(str(models / "arm7.urdf"), form="per_kind", derivatives=True)
+    return build_coverage_tree("all_hinges", "per_kind")
 
 
 def test_per_kind_derivatives(per_kind):
@@ -305,7 +305,7 @@ def parametric(urdf_robots):
     path = str(urdf_robots / "arm7.urdf")
     mb0 = symgen.build(path)
     names = [f"{b}.{k}" for b in mb0.body_names for k in ("mass", "com", "inertia")]
-    return symgen.build(path, parameters=names)
+    return symgen.build(path, parameters=names, derivatives=True)   # one module (the tests below take both)
 
 
 def test_regressor_times_theta_is_inverse_dynamics(parametric):

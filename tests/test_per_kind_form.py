@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import symgen
-from model_factory import build_coverage_tree
+from model_factory import build_coverage_tree, with_derivatives
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "models"
@@ -38,7 +38,8 @@ def _build(name, floating, form, urdf_robots):
         return build_coverage_tree(name, form)
     if name.startswith("rand"):      # a random URDF tree: test_model_pinocchio's (straight) and the one below (per-kind)
         return symgen.build(str(urdf_robots / f"{name}.urdf"), floating_base=floating, form=form)
-    return symgen.build(str(EXAMPLES / name), floating_base=floating, form=form)
+    return symgen.build(str(EXAMPLES / name), floating_base=floating, form=form,
+                        derivatives=with_derivatives(Path(name).stem, form) and not floating)
 
 
 @pytest.fixture(scope="module", params=MODELS, ids=[f"{m}{'-floating' if fb else ''}" for m, fb in MODELS])
