@@ -47,7 +47,8 @@ def pin_pair(request):
     path = erd_file(ERD[name]) if name in ERD else ROOT / "examples" / "models" / f"{name}.urdf"
     if path is None:
         pytest.skip("example-robot-data is not installed")
-    mb = symgen.build(str(path), floating_base=floating) if floating else symgen.build(str(path))
+    # the fixed robots as test_derivatives builds them (with derivatives: one module each per session)
+    mb = symgen.build(str(path), floating_base=True) if floating else symgen.build(str(path), derivatives=True)
     pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(str(path))
     return mb, pm, floating
 
@@ -86,7 +87,7 @@ def test_centroidal_functions_match_pinocchio(pin_pair):
 def models():
     """Models Pinocchio cannot load: every hinge type over four random trees (two with armature; the trees
     test_derivatives builds), a flexible spacecraft, the bundled floating quadruped."""
-    out = {f"hinges{i}": build_model(hinge_group_tree(i)) for i in range(4)}
+    out = {f"hinges{i}": build_model(hinge_group_tree(i), derivatives=True) for i in range(4)}   # test_derivatives
     out["flexible_spacecraft.yaml"] = symgen.build(str(ROOT / "examples" / "models" / "flexible_spacecraft.yaml"))
     out["quadruped-floating"] = symgen.build(str(ROOT / "examples" / "models" / "quadruped.urdf"), floating_base=True)
     return out

@@ -16,7 +16,7 @@ import pytest
 
 import symgen
 from helpers import assert_close, erd_file
-from model_factory import build_coverage_tree, hinge_group_tree
+from model_factory import hinge_group_tree
 from pin_maps import to_pin_q, u_map
 from symgen.codegen.lanes import lane_width
 
@@ -174,7 +174,7 @@ def per_kind(request):
     models = ROOT / "examples" / "models"
     if request.param == "arm7":      # with derivatives, as test_per_kind_form builds it (model_factory.WITH_DERIVATIVES)
         return symgen.build(str(models / "arm7.urdf"), form="per_kind", derivatives=True)
-    return build_coverage_tree("all_hinges", "per_kind")
+    return symgen.build(str(models / "all_hinges.yaml"), form="per_kind", derivatives=True)
 
 
 def test_per_kind_derivatives(per_kind):
