@@ -2,7 +2,7 @@
 
 ``python -m pytest`` runs the whole suite (522-543 s on 2 cores on a clean clone at -O0, 2026-11-28 late,
 after -O0 modules became one compiler run per file; 569-646 s before, 1229 s at -O3).  The fast tier,
-``python -m pytest -m "not slow"``, takes about 115 s of CPU (65 s on 2 idle cores, 2026-11-28) and
+``python -m pytest -m "not slow"``, takes about 107 s of CPU (58 s on 2 idle cores, 2026-11-28 night) and
 still crosses every layer: every hinge type derived (``isolated_cache`` below), the hinge registry with types
 registered in the test, their derivations and compiled C kernels, and a model of them (test_hinge_registry); the
 bundled arm7 built end to end and run from a plain C program (test_model_build); forward and inverse dynamics,
