@@ -39,7 +39,7 @@ def _build(name, floating, form, urdf_robots):
     if name.startswith("rand"):      # a random URDF tree: test_model_pinocchio's (straight) and the one below (per-kind)
         return symgen.build(str(urdf_robots / f"{name}.urdf"), floating_base=floating, form=form)
     return symgen.build(str(EXAMPLES / name), floating_base=floating, form=form,
-                        derivatives=with_derivatives(Path(name).stem, form) and not floating)
+                        derivatives=with_derivatives(Path(name).stem, form))
 
 
 @pytest.fixture(scope="module", params=MODELS, ids=[f"{m}{'-floating' if fb else ''}" for m, fb in MODELS])
