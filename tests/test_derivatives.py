@@ -342,7 +342,8 @@ def test_parameter_derivatives_match_central_differences(parametric):
 
 def test_lane_batch_derivatives_are_there():
     """The models the batch tests above run have the lane-batch form of both derivative functions (else their
-    batches would go one state at a time and those tests would not reach it)."""
+    batches would go one state at a time and those tests would not reach it), and inverse dynamics' derivatives
+    along the tangent by the analytic recursions."""
     from symgen.model import load_model
     from symgen.pipeline.sources import cached_model_sources
 
@@ -352,6 +353,30 @@ def test_lane_batch_derivatives_are_there():
         c = cached_model_sources(model, derivatives=True)[0][f"{model.name}.c"]
         for kind in ("fd", "id"):
             assert f"int sg_{model.name}_{kind}_derivatives_lanes(" in c, (model.name, kind)
+        # inverse dynamics along the tangent takes the analytic recursions (symgen.algorithms.rnea_derivatives),
+        # which the Pinocchio and central-difference tests above therefore check, one state and batched
+        assert f"static int sg_{model.name}_id_derivatives_tangent(" in c, model.name
+
+
+def test_analytic_and_forward_mode_inverse_dynamics_derivatives_agree(fixed_robot):
+    """A regression check between two algorithms: on a model of PIN hinges (full coordinates are the tangent), the
+    forward mode (the full-coordinate directions) and the analytic recursions (the tangent) give the same
+    derivatives to 1e-12 relative, one state and a batch of W + 3 (f_ext and gravity given: they take the batch)."""
+    mb, _ = fixed_robot
+    if mb.nq != mb.nu:
+        pytest.skip("a hinge whose coordinates are not its tangent")
+    rng = np.random.default_rng(11)
+    n = W + 3
+    q, u, ud = rng.uniform(-1, 1, (n, mb.nq)), rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nu))
+    f_ext = {mb.body_names[-1]: rng.normal(size=(n, 6))}
+    b = mb.derivative_binding()
+    for one in (False, True):
+        args = (q[0], u[0], ud[0]) if one else (q, u, ud)
+        fe = {k: v[0] for k, v in f_ext.items()} if one else f_ext
+        analytic = b.derivatives("id", *args, fe, [0.0, 0.0, -9.81])
+        forward = b.derivatives("id", *args, fe, [0.0, 0.0, -9.81], tangent=False)
+        for k in range(3):
+            assert _rel(analytic[k], forward[k]) < 1e-12, (mb.name, one, k)
 
 
 @pytest.mark.parametrize("bad", [0, W + 2])

@@ -457,3 +457,91 @@ def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=N
                 f"        for (l = 0; l < SG_DW && s + l < nd; ++l) "
                 f"sg_deriv_scatter({nu}, ndq, {first} + dirs[s + l], y + l * {nu}, out);"]
     return out + ["    }", "}"]
+
+
+#: the analytic inverse-dynamics derivatives (symgen.algorithms.rnea_derivatives) longer than this (lines of the
+#: one-state function) are not generated: the forward mode serves the tangent directions too
+RNEA_DERIVATIVE_MAX_LINES = 200000
+
+
+def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays, trace_bodies, lane_head=None):
+    """Inverse dynamics' derivatives along the tangent by the analytic recursions
+    (:func:`symgen.algorithms.rnea_derivatives.rnea_derivatives`): ``{"lines": the body of
+    sg_<m>_id_derivatives_tangent(q, u, p, out), "lanes": the pieces of its lane-batch form or None}``, or None
+    for a model with flexible bodies or without U, or one past :data:`RNEA_DERIVATIVE_MAX_LINES`.  The lane form
+    writes each state's row of out (``nU (nQ + 2 nU)`` doubles, the tangent layout in its first 3 nU^2) and, for
+    full-coordinate directions (``tangent`` 0), calls the one-state function per lane (the forward mode).
+    ``name``: the model's C name; the other arguments as :func:`emit_derivatives`'."""
+    from ..algorithms import soa
+    from ..algorithms.rnea_derivatives import rnea_derivatives
+    from ..ir.tape import LaneError, Tape
+
+    nu, nq = L.nu, sum(layout[b.name]["nq"] for b in bodies)
+    if not nu or any(b.flex for b in bodies):
+        return None
+    T = Tape()
+    n_read = set()
+
+    def own_tangent(T, b, arr, wrt, k):
+        structure, nqb = layout[b.name]["structure"], layout[b.name]["nq"]
+        N = structure.get("qdot_map") or [None] * (nqb * b.nu)
+
+        def seed(w, j):
+            if w != wrt:
+                return 0.0
+            if w == "u":
+                return 1.0 if j == k else 0.0
+            if N[j * b.nu + k] is not None:
+                return N[j * b.nu + k]
+            n_read.add(b.k)
+            return T.input(f"N{b.k}[{j * b.nu + k}]", array=f"N{b.k}")
+
+        return [kernel_tangent(T, b, arr, str(b.k), i, structure, nqb, seed) for i in range(6 * b.nu)]
+
+    rnea_derivatives(T, trace_bodies(T, bodies), nu, soa.ArrayIO(L), own_tangent)
+    body = T.lines()
+    if len(body) > RNEA_DERIVATIVE_MAX_LINES:
+        return None
+    by_k = {b.k: b for b in bodies}
+    live = {}
+    for text in T.live_inputs():
+        m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
+        live.setdefault(m.group(1), []).append(int(m.group(2)))
+    n_items = [(by_k[k], f"N{k}", "qdot_map", layout[by_k[k].name]["nq"] * by_k[k].nu,
+                list(range(layout[by_k[k].name]["nq"] * by_k[k].nu))) for k in sorted(n_read) if f"N{k}" in live]
+    d_items = [(b, arr, kernel, size, sorted(live[arr])) for b, arr, kernel, size in
+               _derivative_kernel_arrays(T, bodies, layout)]
+    items = list(kernel_arrays(T, bodies)) + d_items + n_items
+    calls = calls_factory()
+    head = []
+    for b, arr, kernel, size, _ in items:
+        head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
+    lines = calls.head() + head + body + ["return 0;"]
+    unused = [f"(void){x};" for x in ("q", "u", "p") if not any(re.search(rf"\b{x}\b", ln) for ln in lines)]
+    out = {"lines": unused + lines, "lanes": None}
+    if lane_head is None:
+        return out
+    out_size = nu * (nq + 2 * nu)
+    try:
+        lane_body = T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l"}, rows={"out": out_size})
+    except LaneError:
+        return out
+    size = {}
+    for a in ("q", "u", "p"):
+        if a in live:
+            size[a] = max(live[a]) + 1
+    strides = {"q": nq, "u": nu, "p": L.params.size}
+    lhead, _, _, angles = lane_head(items, strides, size)
+    ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
+    fallback = ["if (!tangent) {  /* full-coordinate directions: the forward mode, one state at a time */",
+                "    for (l = 0; l < SG_W; ++l) {",
+                f"        s = sg_{name}_id_derivatives(q + (long)l * {nq}, u + (long)l * {nu}, "
+                f"p + (long)l * {L.params.size}, 0, out + (long)l * {out_size});",
+                f"        if (s) return l * {len(bodies) + 1} + s;",
+                "    }",
+                "    return 0;",
+                "}",
+                "(void)ndq; (void)sg_vd_zero;"]
+    out["lanes"] = {"ins": ins, "lines": fallback + lhead + lane_body, "out_size": out_size, "sincos": bool(angles),
+                    "unused": [a for a in ("q", "u", "p") if a not in size]}
+    return out

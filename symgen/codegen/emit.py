@@ -868,9 +868,18 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
     lane functions' dict of them, see :func:`lane_kernel_head`).  Where FD takes the
     per-kind form, so do they (:class:`symgen.codegen.perkind.PerKindDerivatives`): then "per_kind" holds the
     step functions and tables the ID part compiles, and each function's "per_kind" is True."""
-    from .derivatives import emit_derivatives
+    from .derivatives import emit_derivatives, emit_rnea_derivatives
 
     out = {"fd": None, "id": None}
+    kernels = {} if kernels is None else kernels
+
+    def lane_head(items, strides, size):
+        return lane_kernel_head(items, bodies, L.nu, layout, slugs, strides, size, hinges, kernels)
+
+    # inverse dynamics along the tangent: the analytic recursions, one state and in lanes, whatever the form (the
+    # forward mode keeps the full-coordinate directions, which the step derivatives take)
+    rnea = emit_rnea_derivatives(name, bodies, L, layout, lambda: _HingeCalls(layout, slugs), kernel_arrays,
+                                 lambda T, bs: parametric_bodies(T, bs, L), lane_head)
     if not straight:
         from .perkind import PerKindDerivatives
 
@@ -881,18 +890,18 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         one = ["/* the derivatives of inverse dynamics, one direction at a time */",
                f"static int sg_{name}_id_derivatives_1(const double *q, const double *u, const double *p, int tangent, "
                "double *out)", "{", *("    " + x for x in drivers["id"]), "}"]
+        tangent = [f"if (tangent) return sg_{name}_id_derivatives_tangent(q, u, p, out);"] if rnea else []
         return {"fd": {"lines": drivers["fd"], "lanes": None, "per_kind": True, "before": pk.fd_copies},
-                "id": {"lines": dispatch, "lanes": None, "per_kind": True},
+                "id": {"lines": tangent + dispatch, "lanes": rnea and rnea["lanes"], "per_kind": True,
+                       "tangent_lines": rnea and rnea["lines"]},
                 "per_kind": pk.functions + pk.seed_functions + pk.tables + one + lanes}
-    kernels = {} if kernels is None else kernels
-
-    def lane_head(items, strides, size):
-        return lane_kernel_head(items, bodies, L.nu, layout, slugs, strides, size, hinges, kernels)
-
     for k in out:
         f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), kernel_arrays,
                              lambda T, bs: parametric_bodies(T, bs, L), lane_head)
         out[k] = f and {**f, "per_kind": False}
+    if rnea and out["id"]:
+        out["id"]["tangent_lines"] = rnea["lines"]
+        out["id"]["lanes"] = rnea["lanes"]
     return out
 
 

@@ -432,19 +432,26 @@ class ModelBinding:
             self.check_status(status, kernel, Q)
         return out if out is not None else self.unbatch(single, res)
 
-    def derivatives(self, kind, q, u, middle, f_ext, gravity, params=None):
+    def derivatives(self, kind, q, u, middle, f_ext, gravity, params=None, tangent=True):
         """``sg_<name>_<kind>_derivatives_batch`` (kind ``fd`` or ``id``; p as :meth:`dynamics`'; Q directions
         tangent): [d/dQ, d/dU, d/d middle] as one array, (3, nU, nU) for one state, (3, N, nU, nU) for a batch (a
-        view of the states' blocks).  The full-coordinate form (``tangent`` 0) is what the C step derivatives use."""
+        view of the states' blocks).  ``tangent=False``: the full-coordinate form, d/dQ along each coordinate of Q
+        (what the C step derivatives use), as three arrays (d/dQ nU x nQ, d/dU, d/d middle; a leading N for a
+        batch)."""
         single, Q, U = self.states(q, u)
         _, _, M = self.states(q, middle)
         n, nu = Q.shape[0], self.nu
         res = np.empty((n, nu * (self.nq + 2 * nu)))
         P = self.p(n, M, f_ext, gravity, params)
         status = getattr(self.lib, f"sg_{self.name}_{kind}_derivatives_batch")(
-            n, self.buf(Q), self.buf(U), self.buf(np.ascontiguousarray(P)), 1, self._out_buf(res))
+            n, self.buf(Q), self.buf(U), self.buf(np.ascontiguousarray(P)), int(bool(tangent)), self._out_buf(res))
         if status:
             self.derivative_status(status, "forward" if kind == "fd" else "inverse")
+        if not tangent:
+            nq = self.nq
+            parts = (res[:, :nu * nq].reshape(n, nu, nq), res[:, nu * nq:nu * (nq + nu)].reshape(n, nu, nu),
+                     res[:, nu * (nq + nu):].reshape(n, nu, nu))
+            return tuple(x[0] for x in parts) if single else parts
         blocks = res[:, :3 * nu * nu].reshape(n, 3, nu, nu)
         return blocks[0] if single else blocks.swapaxes(0, 1)
 
