@@ -460,8 +460,10 @@ def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=N
 
 
 #: the analytic inverse-dynamics derivatives (symgen.algorithms.rnea_derivatives) longer than this (lines of the
-#: one-state function) are not generated: the forward mode serves the tangent directions too
-RNEA_DERIVATIVE_MAX_LINES = 200000
+#: one-state function) are not generated: the forward mode serves the tangent directions too.  Talos (38 DOF,
+#: floating) is 26,500 lines and takes its derivative module's -O3 compile from about 4 to about 10 minutes;
+#: tiago_dual (107 DOF) would be 77,000 lines, whose two functions were still compiling after 20 CPU-minutes each
+RNEA_DERIVATIVE_MAX_LINES = 30000
 
 
 def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays, trace_bodies, lane_head=None):
