@@ -152,7 +152,7 @@ def _tangents(bodies, L, layout, seed):
     return tangent_of
 
 
-def _derivative_kernel_arrays(T, bodies, layout):
+def derivative_kernel_arrays(T, bodies, layout):
     """(body, array, kernel, size) of each derivative kernel output the live code reads."""
     read = set()
     for text in T.live_inputs():
@@ -241,7 +241,7 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
     head = []
     for b, arr, kernel, size, _ in kernel_arrays(T, bodies):
         head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
-    for b, arr, kernel, size in _derivative_kernel_arrays(T, bodies, layout):
+    for b, arr, kernel, size in derivative_kernel_arrays(T, bodies, layout):
         head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
     live = T.live_arrays()
     body = []
@@ -308,7 +308,7 @@ def _lane_form(kind, T, plan, nonzero, lane_arrays, bodies, L, layout, kernel_ar
         live.setdefault(m.group(1), []).append(int(m.group(2)))
     strides = {"q": nq, "u": nu, "p": L.params.size}
     items = list(kernel_arrays(T, bodies))
-    items += [(b, arr, kernel, n, sorted(live[arr])) for b, arr, kernel, n in _derivative_kernel_arrays(T, bodies,
+    items += [(b, arr, kernel, n, sorted(live[arr])) for b, arr, kernel, n in derivative_kernel_arrays(T, bodies,
                                                                                                          layout)]
     body, n_maps = [], set()
     out_size = nu * (nq + 2 * nu)
@@ -466,23 +466,18 @@ def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=N
 RNEA_DERIVATIVE_MAX_LINES = 30000
 
 
-def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays, trace_bodies, lane_head=None):
-    """Inverse dynamics' derivatives along the tangent by the analytic recursions
-    (:func:`symgen.algorithms.rnea_derivatives.rnea_derivatives`): ``{"lines": the body of
-    sg_<m>_id_derivatives_tangent(q, u, p, out), "lanes": the pieces of its lane-batch form or None}``, or None
-    for a model with flexible bodies or without U, or one past :data:`RNEA_DERIVATIVE_MAX_LINES`.  The lane form
-    writes each state's row of out (``nU (nQ + 2 nU)`` doubles, the tangent layout in its first 3 nU^2) and, for
-    full-coordinate directions (``tangent`` 0), calls the one-state function per lane (the forward mode).
-    ``name``: the model's C name; the other arguments as :func:`emit_derivatives`'."""
+def trace_rnea_derivatives(bodies, L, layout, trace_bodies):
+    """The typed program (a :class:`~symgen.ir.tape.Tape`) of inverse dynamics' derivatives along the tangent
+    (:func:`symgen.algorithms.rnea_derivatives.rnea_derivatives`) of a tree of rigid bodies: it reads q, u, p, the
+    hinge kernels' outputs (``X<k>``, ``H<k>``, ``Hd<k>``), their derivatives (``dqH<k>``, ``dqHd<k>``, ``duHd<k>``,
+    :func:`derivative_kernel_arrays`) and Qdot = N(Q) U's map (``N<k>``, nQ x nU row-major) where not constant, and
+    writes out = [dT/dQ, dT/dU, M] (nU x nU each).  ``trace_bodies(T, bodies)``: the bodies as the trace sees them
+    (a parametric build's inertias from p)."""
     from ..algorithms import soa
     from ..algorithms.rnea_derivatives import rnea_derivatives
-    from ..ir.tape import LaneError, Tape
+    from ..ir.tape import Tape
 
-    nu, nq = L.nu, sum(layout[b.name]["nq"] for b in bodies)
-    if not nu or any(b.flex for b in bodies):
-        return None
     T = Tape()
-    n_read = set()
 
     def own_tangent(T, b, arr, wrt, k):
         structure, nqb = layout[b.name]["structure"], layout[b.name]["nq"]
@@ -495,12 +490,28 @@ def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays,
                 return 1.0 if j == k else 0.0
             if N[j * b.nu + k] is not None:
                 return N[j * b.nu + k]
-            n_read.add(b.k)
             return T.input(f"N{b.k}[{j * b.nu + k}]", array=f"N{b.k}")
 
         return [kernel_tangent(T, b, arr, str(b.k), i, structure, nqb, seed) for i in range(6 * b.nu)]
 
-    rnea_derivatives(T, trace_bodies(T, bodies), nu, soa.ArrayIO(L), own_tangent)
+    rnea_derivatives(T, trace_bodies(T, bodies), L.nu, soa.ArrayIO(L), own_tangent)
+    return T
+
+
+def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays, trace_bodies, lane_head=None):
+    """Inverse dynamics' derivatives along the tangent by the analytic recursions
+    (:func:`symgen.algorithms.rnea_derivatives.rnea_derivatives`): ``{"lines": the body of
+    sg_<m>_id_derivatives_tangent(q, u, p, out), "lanes": the pieces of its lane-batch form or None}``, or None
+    for a model with flexible bodies or without U, or one past :data:`RNEA_DERIVATIVE_MAX_LINES`.  The lane form
+    writes each state's row of out (``nU (nQ + 2 nU)`` doubles, the tangent layout in its first 3 nU^2) and, for
+    full-coordinate directions (``tangent`` 0), calls the one-state function per lane (the forward mode).
+    ``name``: the model's C name; the other arguments as :func:`emit_derivatives`'."""
+    from ..ir.tape import LaneError
+
+    nu, nq = L.nu, sum(layout[b.name]["nq"] for b in bodies)
+    if not nu or any(b.flex for b in bodies):
+        return None
+    T = trace_rnea_derivatives(bodies, L, layout, trace_bodies)
     body = T.lines()
     if len(body) > RNEA_DERIVATIVE_MAX_LINES:
         return None
@@ -510,9 +521,9 @@ def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays,
         m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
         live.setdefault(m.group(1), []).append(int(m.group(2)))
     n_items = [(by_k[k], f"N{k}", "qdot_map", layout[by_k[k].name]["nq"] * by_k[k].nu,
-                list(range(layout[by_k[k].name]["nq"] * by_k[k].nu))) for k in sorted(n_read) if f"N{k}" in live]
+                list(range(layout[by_k[k].name]["nq"] * by_k[k].nu))) for k in sorted(by_k) if f"N{k}" in live]
     d_items = [(b, arr, kernel, size, sorted(live[arr])) for b, arr, kernel, size in
-               _derivative_kernel_arrays(T, bodies, layout)]
+               derivative_kernel_arrays(T, bodies, layout)]
     items = list(kernel_arrays(T, bodies)) + d_items + n_items
     calls = calls_factory()
     head = []

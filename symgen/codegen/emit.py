@@ -1061,7 +1061,9 @@ def traced_programs(model, layout: dict, slugs: dict) -> dict:
     rate), each present when that entry point is straight-line.  ``layout``, ``slugs``: as :func:`emit_model`'s
     (:func:`symgen.pipeline.sources.model_programs` computes them).  A program reads ``q``, ``u``, ``p`` (the
     layout's params) and the hinge kernels' outputs ``X<k>`` (transform, 4 x 4), ``H<k>`` (coord map, 6 x nU),
-    ``Hd<k>`` (its derivative) of body k, and writes ``out``."""
+    ``Hd<k>`` (its derivative) of body k, and writes ``out``; and idd, inverse dynamics' derivatives along the
+    tangent (:func:`symgen.codegen.derivatives.trace_rnea_derivatives`, which says what else it reads), for a
+    tree of rigid bodies."""
     from ..abi.layout import ModelLayout
     from ..model.parameters import resolve
 
@@ -1070,6 +1072,9 @@ def traced_programs(model, layout: dict, slugs: dict) -> dict:
                     resolve(model, [layout[b.name]["nu"] for b in model.bodies]), n_modes)
     bodies = body_infos(model, layout, slugs, {b.name: i for i, b in enumerate(model.bodies)})
     tapes = _traced_dynamics(bodies, L, layout, slugs)["tapes"]
+    if L.nu and not any(b.flex for b in bodies):
+        from .derivatives import trace_rnea_derivatives
+        tapes["idd"] = trace_rnea_derivatives(bodies, L, layout, lambda T, bs: parametric_bodies(T, bs, L))
     return {"bodies": bodies, "layout": L, "programs": {k: T for k, T in tapes.items() if T is not None}}
 
 
