@@ -13,7 +13,8 @@ World axes: a motion vector m of body b (body axes, about its origin, ``[angular
 (``I A + V x* I V - f_ext``) and ``F`` (the subtree's sum of f) of each body, ``H`` (its hinge's columns) and
 ``Hdot = V x H + X0 Hd``.  ``B(c) = I (c x V) + c x* (I V) + V x* (I c)`` is linear in the motion vector c;
 with ``K = V x* I`` it is ``(K + K^T) c + c x* (I V)`` (``(V x* I)^T = -I V x``), so the subtree's sum ``BC``
-needs the sums ``KC`` of K and ``hC`` of the momenta I V only.  Inertias stay rigid, (m, h, J).
+needs the sums of ``S = K + K^T`` (nine numbers for a rigid body: :func:`_s_parts`) and ``hC`` of the momenta
+I V only.  Inertias stay rigid, (m, h, J).
 
 Directions (the tangent convention of :mod:`symgen.runtime.derivatives`: column k of hinge j moves Q as U = e_k
 does, so X_pj moves by its body-frame twist ``H_j e_k``; ``dH``, ``dHd``: the derivatives of hinge j's body-axes
@@ -34,7 +35,7 @@ flexible ones).
 """
 from __future__ import annotations
 
-from .soa import (_accumulate, _dot, crf, crm, gravity_acceleration, joint, matvec, n_of, phi, phiT, rigid_apply,
+from .soa import (_accumulate, _dot, crf, crm, gravity_acceleration, joint, n_of, phi, phiT, rigid_apply,
                   rigid_parts, rigid_phi)
 
 
@@ -65,7 +66,7 @@ def _unit(k):
 
 def world_step(T, b, parent, u, udot, f_ext, g0):
     """Base to tip at body b, in world axes: its pose X_0b, H and X0 Hd, V, A, the inertia (m, h, J) about the
-    world origin, the momentum I V, f and K = V x* I (by columns).  ``parent``: the parent's dict (None at a
+    world origin, the momentum I V, f and S = K + K^T, K = V x* I (:func:`_s_parts`).  ``parent``: the parent's dict (None at a
     root: the newtonian frame, at rest, accelerating at g0 = [0; -g])."""
     R, l, Hb, Hdb = joint(T, b)
     if parent is None:
@@ -86,9 +87,37 @@ def world_step(T, b, parent, u, udot, f_ext, g0):
     mom = rigid_apply(T, *I, V)
     fw = phi(T, R0, l0, f_ext)
     f = [T.dot([(1.0, x), (1.0, y), (-1.0, z)]) for x, y, z in zip(rigid_apply(T, *I, A), crf(T, V, mom), fw)]
-    K = [crf(T, V, rigid_apply(T, *I, _unit(k))) for k in range(6)]
-    return {"R0": R0, "l0": l0, "H": H, "XHd": XHd, "V": V, "A": A, "I": I, "mom": mom, "f": f, "K": K,
+    return {"R0": R0, "l0": l0, "H": H, "XHd": XHd, "V": V, "A": A, "I": I, "mom": mom, "f": f, "S": _s_parts(T, I, V),
             "Vp": Vp, "Ap": Ap, "u": u, "udot": udot}
+
+
+def _cross(T, a, b):
+    return [T.dot([(a[1], b[2]), (-1.0, T.mul(a[2], b[1]))]), T.dot([(a[2], b[0]), (-1.0, T.mul(a[0], b[2]))]),
+            T.dot([(a[0], b[1]), (-1.0, T.mul(a[1], b[0]))])]
+
+
+def _s_parts(T, I, V):
+    """S = V x* I - I V x (= K + K^T, K = V x* I) of a rigid inertia (m, h, J) moving at V = (w, v), kept as its
+    nine numbers: S = [[A, s~], [-s~, 0]] with A = w~ J - J w~ - (v~ h~ + h~ v~) (symmetric; v~ h~ + h~ v~ =
+    h v^T + v h^T - 2 (v . h) 1) and s = w x h + m v.  Returns (A as a 3 x 3 list of rows, s)."""
+    m, h, J = I
+    w, v = V[:3], V[3:]
+    wJ = [_cross(T, w, [J[0][j], J[1][j], J[2][j]]) for j in range(3)]          # columns of w~ J
+    vh = _dot(T, v, h)
+    A = [[None] * 3 for _ in range(3)]
+    for i in range(3):
+        for j in range(i, 3):
+            pairs = [(1.0, wJ[j][i]), (1.0, wJ[i][j]), (-1.0, T.mul(h[i], v[j])), (-1.0, T.mul(v[i], h[j]))]
+            A[i][j] = A[j][i] = T.dot(pairs + ([(2.0, vh)] if i == j else []))
+    return A, [T.dot([(1.0, x), (m, y)]) for x, y in zip(_cross(T, w, h), v)]
+
+
+def _s_apply(T, S, c):
+    """S c = [A c_w + s x c_v; -s x c_w] (:func:`_s_parts`)."""
+    A, sv = S
+    top = _cross(T, sv, c[3:])
+    return ([T.dot([(A[i][j], c[j]) for j in range(3)], top[i]) for i in range(3)] +
+            [T.neg(x) for x in _cross(T, sv, c[:3])])
 
 
 def _rigid_sum(T, I, kids):
@@ -122,29 +151,25 @@ def rnea_derivatives(T, bodies, n_u: int, io, own_tangent) -> None:
         if not b.root:
             children[b.parent].append(b.k)
     T.comment("base to tip, world axes: X_0b, H, V, A (gravity as the newtonian frame's [0; -g]), I = (m, h, J), "
-              "f = I A + V x* I V - f_ext, K = V x* I")
+              "f = I A + V x* I V - f_ext, S = V x* I - I V x")
     W = {}
     for b in bodies:
         par = W[b.parent] if not b.root else None
         W[b.k] = world_step(T, b, par, u[b.u0:b.u0 + b.nu], udot[b.u0:b.u0 + b.nu], io.f_ext(T, b.k), g0)
-    T.comment("tip to base: the subtree's sums IC = sum I, KC = sum K, hC = sum I V, F = sum f; S = KC + KC^T "
-              "(BC c = S c + c x* hC); each column's H^T IC, H^T BC")
+    T.comment("tip to base: the subtree's sums IC = sum I, SC = sum (K + K^T), hC = sum I V, F = sum f "
+              "(BC c = SC c + c x* hC); each column's H^T IC, H^T BC")
     for b in reversed(bodies):
         w, kids = W[b.k], [W[c] for c in children[b.k]]
         w["IC"] = _rigid_sum(T, w["I"], [c["IC"] for c in kids])
-        w["KC"] = [_accumulate(T, w["K"][k], [c["KC"][k] for c in kids]) for k in range(6)]   # by columns
+        w["SC"] = ([[T.dot([(1.0, c["SC"][0][i][j]) for c in kids], w["S"][0][i][j]) for j in range(3)]
+                    for i in range(3)],
+                   [T.dot([(1.0, c["SC"][1][i]) for c in kids], w["S"][1][i]) for i in range(3)])
         w["hC"] = _accumulate(T, w["mom"], [c["hC"] for c in kids])
         w["F"] = [T.name(x, f"F{b.tag}_{i}") for i, x in enumerate(_accumulate(T, w["f"], [c["F"] for c in kids]))]
         if not b.nu:
             continue
-        KC = w["KC"]
-        S = [[None] * 6 for _ in range(6)]                 # KC is by columns: K[i][j] = KC[j][i]
-        for i in range(6):
-            for j in range(i, 6):
-                S[i][j] = S[j][i] = T.add(KC[j][i], KC[i][j])
-        w["S"] = S
         w["hI"] = [rigid_apply(T, *w["IC"], h) for h in w["H"]]                          # (IC H)^T = H^T IC
-        w["hB"] = [[T.add(x, _dot(T, h, crf(T, _unit(k), w["hC"]))) for k, x in enumerate(matvec(T, w["S"], h))]
+        w["hB"] = [[T.add(x, _dot(T, h, crf(T, _unit(k), w["hC"]))) for k, x in enumerate(_s_apply(T, w["SC"], h))]
                    for h in w["H"]]                                                      # H^T BC
     nu = n_u
     T.fill_zeros("out", 3 * nu * nu, "dT/dQ, dT/dU, M: zero where a direction does not reach")
@@ -186,7 +211,7 @@ def rnea_derivatives(T, bodies, n_u: int, io, own_tangent) -> None:
                 else:
                     c = z
                     e = _add(T, crm(T, _add(T, w["V"], w["Vp"]), z), w["XHd"][k], _colsum(T, dHd, ub))
-                G = _add(T, rigid_apply(T, *w["IC"], e), matvec(T, w["S"], c), crf(T, c, w["hC"]))
+                G = _add(T, rigid_apply(T, *w["IC"], e), _s_apply(T, w["SC"], c), crf(T, c, w["hC"]))
                 dF = _add(T, crf(T, z, w["F"]), G) if wrt == "q" else G
                 block = 0 if wrt == "q" else nu * nu
                 for a in anc:
