@@ -35,8 +35,8 @@ flexible ones).
 """
 from __future__ import annotations
 
-from .soa import (_accumulate, _dot, crf, crm, gravity_acceleration, joint, n_of, phi, phiT, rigid_apply,
-                  rigid_parts, rigid_phi)
+from .soa import (_accumulate, _colsum, _cross, _dot, compose, crf, crm, gravity_acceleration, joint, n_of, phi, phiT,
+                  rigid_apply, rigid_parts, rigid_phi)
 
 
 def to_world(T, R0, l0, m):
@@ -56,24 +56,16 @@ def _sub(T, a, b):
     return [T.dot([(1.0, x), (-1.0, y)]) for x, y in zip(a, b)]
 
 
-def _colsum(T, cols, x):
-    return [T.dot([(col[i], xc) for col, xc in zip(cols, x)]) for i in range(6)]
-
-
 def _unit(k):
     return [1.0 if i == k else 0.0 for i in range(6)]
 
 
 def world_step(T, b, parent, u, udot, f_ext, g0):
     """Base to tip at body b, in world axes: its pose X_0b, H and X0 Hd, V, A, the inertia (m, h, J) about the
-    world origin, the momentum I V, f and S = K + K^T, K = V x* I (:func:`_s_parts`).  ``parent``: the parent's dict (None at a
-    root: the newtonian frame, at rest, accelerating at g0 = [0; -g])."""
+    world origin, the momentum I V, f and S = K + K^T, K = V x* I (:func:`_s_parts`).  ``parent``: the parent's
+    dict (None at a root: the newtonian frame, at rest, accelerating at g0 = [0; -g])."""
     R, l, Hb, Hdb = joint(T, b)
-    if parent is None:
-        R0, l0 = R, l
-    else:
-        R0 = [_dot(T, parent["R0"][3 * i:3 * i + 3], R[j::3]) for i in range(3) for j in range(3)]
-        l0 = [T.dot(list(zip(parent["R0"][3 * i:3 * i + 3], l)), parent["l0"][i]) for i in range(3)]
+    R0, l0 = (R, l) if parent is None else compose(T, parent["R0"], parent["l0"], R, l)
     H = [to_world(T, R0, l0, h) for h in Hb]
     XHd = [to_world(T, R0, l0, h) for h in Hdb]
     Hu = _colsum(T, H, u)
@@ -89,11 +81,6 @@ def world_step(T, b, parent, u, udot, f_ext, g0):
     f = [T.dot([(1.0, x), (1.0, y), (-1.0, z)]) for x, y, z in zip(rigid_apply(T, *I, A), crf(T, V, mom), fw)]
     return {"R0": R0, "l0": l0, "H": H, "XHd": XHd, "V": V, "A": A, "I": I, "mom": mom, "f": f, "S": _s_parts(T, I, V),
             "Vp": Vp, "Ap": Ap, "u": u, "udot": udot}
-
-
-def _cross(T, a, b):
-    return [T.dot([(a[1], b[2]), (-1.0, T.mul(a[2], b[1]))]), T.dot([(a[2], b[0]), (-1.0, T.mul(a[0], b[2]))]),
-            T.dot([(a[0], b[1]), (-1.0, T.mul(a[1], b[0]))])]
 
 
 def _s_parts(T, I, V):

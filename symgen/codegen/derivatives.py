@@ -152,6 +152,23 @@ def _tangents(bodies, L, layout, seed):
     return tangent_of
 
 
+def _live_entries(T) -> dict:
+    """{array: the entries the live code of T reads} (inputs ``a[i]``)."""
+    live = {}
+    for text in T.live_inputs():
+        m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
+        live.setdefault(m.group(1), []).append(int(m.group(2)))
+    return live
+
+
+def _kernel_calls(calls, items) -> list:
+    """The one-state function's hinge kernel arrays and calls: ``items`` (body, array, kernel, size, ...)."""
+    head = []
+    for b, arr, kernel, size, *_ in items:
+        head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
+    return head
+
+
 def derivative_kernel_arrays(T, bodies, layout):
     """(body, array, kernel, size) of each derivative kernel output the live code reads."""
     read = set()
@@ -238,11 +255,7 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
     if len(scalar) + sum(len(x) for x in lanes.values()) > DERIVATIVE_MAX_LINES:
         return None
     calls = calls_factory()
-    head = []
-    for b, arr, kernel, size, _ in kernel_arrays(T, bodies):
-        head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
-    for b, arr, kernel, size in derivative_kernel_arrays(T, bodies, layout):
-        head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
+    head = _kernel_calls(calls, list(kernel_arrays(T, bodies)) + list(derivative_kernel_arrays(T, bodies, layout)))
     live = T.live_arrays()
     body = []
     n_maps = set()
@@ -299,13 +312,8 @@ def _lane_form(kind, T, plan, nonzero, lane_arrays, bodies, L, layout, kernel_ar
         return None
     if len(scalar) + sum(len(x) for x in lanes.values()) > DERIVATIVE_LANE_MAX_LINES:
         return None
-    size = {}                                             # q, u, p: entries read (max index + 1)
-    live = {}                                             # derivative kernel array -> entries read
-    for text in T.live_inputs():
-        m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
-        if m.group(1) in ("q", "u", "p"):
-            size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
-        live.setdefault(m.group(1), []).append(int(m.group(2)))
+    live = _live_entries(T)                               # array -> entries read
+    size = {a: max(live[a]) + 1 for a in ("q", "u", "p") if a in live}   # q, u, p: entries read (max index + 1)
     strides = {"q": nq, "u": nu, "p": L.params.size}
     items = list(kernel_arrays(T, bodies))
     items += [(b, arr, kernel, n, sorted(live[arr])) for b, arr, kernel, n in derivative_kernel_arrays(T, bodies,
@@ -464,6 +472,9 @@ def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=N
 #: floating) is 26,500 lines and takes its derivative module's -O3 compile from about 4 to about 10 minutes;
 #: tiago_dual (107 DOF) would be 77,000 lines, whose two functions were still compiling after 20 CPU-minutes each
 RNEA_DERIVATIVE_MAX_LINES = 30000
+#: ... and a model with more U's than this is not traced at all: it would be past that limit (tiago_dual, 107 U's,
+#: traced 77,000 lines in 2 of its 6 s of generation, to be thrown away; Talos, 38 U's, 25,000 lines)
+RNEA_DERIVATIVE_MAX_U = 64
 
 
 def trace_rnea_derivatives(bodies, L, layout, trace_bodies):
@@ -502,33 +513,29 @@ def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays,
     """Inverse dynamics' derivatives along the tangent by the analytic recursions
     (:func:`symgen.algorithms.rnea_derivatives.rnea_derivatives`): ``{"lines": the body of
     sg_<m>_id_derivatives_tangent(q, u, p, out), "lanes": the pieces of its lane-batch form or None}``, or None
-    for a model with flexible bodies or without U, or one past :data:`RNEA_DERIVATIVE_MAX_LINES`.  The lane form
+    for a model with flexible bodies or without U, or one past :data:`RNEA_DERIVATIVE_MAX_U` or
+    :data:`RNEA_DERIVATIVE_MAX_LINES`.  The lane form
     writes each state's row of out (``nU (nQ + 2 nU)`` doubles, the tangent layout in its first 3 nU^2) and, for
     full-coordinate directions (``tangent`` 0), calls the one-state function per lane (the forward mode).
     ``name``: the model's C name; the other arguments as :func:`emit_derivatives`'."""
     from ..ir.tape import LaneError
 
     nu, nq = L.nu, sum(layout[b.name]["nq"] for b in bodies)
-    if not nu or any(b.flex for b in bodies):
+    if not nu or nu > RNEA_DERIVATIVE_MAX_U or any(b.flex for b in bodies):
         return None
     T = trace_rnea_derivatives(bodies, L, layout, trace_bodies)
     body = T.lines()
     if len(body) > RNEA_DERIVATIVE_MAX_LINES:
         return None
     by_k = {b.k: b for b in bodies}
-    live = {}
-    for text in T.live_inputs():
-        m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
-        live.setdefault(m.group(1), []).append(int(m.group(2)))
+    live = _live_entries(T)
     n_items = [(by_k[k], f"N{k}", "qdot_map", layout[by_k[k].name]["nq"] * by_k[k].nu,
                 list(range(layout[by_k[k].name]["nq"] * by_k[k].nu))) for k in sorted(by_k) if f"N{k}" in live]
     d_items = [(b, arr, kernel, size, sorted(live[arr])) for b, arr, kernel, size in
                derivative_kernel_arrays(T, bodies, layout)]
     items = list(kernel_arrays(T, bodies)) + d_items + n_items
     calls = calls_factory()
-    head = []
-    for b, arr, kernel, size, _ in items:
-        head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
+    head = _kernel_calls(calls, items)
     lines = calls.head() + head + body + ["return 0;"]
     unused = [f"(void){x};" for x in ("q", "u", "p") if not any(re.search(rf"\b{x}\b", ln) for ln in lines)]
     out = {"lines": unused + lines, "lanes": None}
@@ -539,10 +546,7 @@ def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays,
         lane_body = T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l"}, rows={"out": out_size})
     except LaneError:
         return out
-    size = {}
-    for a in ("q", "u", "p"):
-        if a in live:
-            size[a] = max(live[a]) + 1
+    size = {a: max(live[a]) + 1 for a in ("q", "u", "p") if a in live}
     strides = {"q": nq, "u": nu, "p": L.params.size}
     lhead, _, _, angles = lane_head(items, strides, size)
     ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
