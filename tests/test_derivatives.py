@@ -206,6 +206,37 @@ def test_per_kind_derivatives(per_kind):
         _against_pinocchio(mb, pm, batch=True)
 
 
+def test_per_kind_analytic_inverse_dynamics_derivatives(per_kind, urdf_robots):
+    """Along the tangent the per-kind form runs the analytic recursions too, their steps traced per body kind and
+    looped (PerKindDerivatives.emit_rnea_derivatives; the oracles of test_per_kind_derivatives check it, FD's
+    derivatives through it).  A regression check between two algorithms: where full coordinates are the
+    tangent (arm7's PIN hinges) the forward mode's full-coordinate directions give the same derivatives to
+    1e-12 relative, with f_ext and gravity given, and so do the straight-line analytic recursions of the same
+    model."""
+    from symgen.model import load_model
+    from symgen.pipeline.sources import cached_model_sources
+
+    mb = per_kind
+    model = load_model(ROOT / "examples" / "models" / ("arm7.urdf" if mb.name == "arm7" else "all_hinges.yaml"))
+    c = cached_model_sources(model, "per_kind", derivatives=True)[0][f"{model.name}.c"]
+    assert f"static int sg_{mb.name}_id_derivatives_tangent(" in c and f"sg_{mb.name}_idd_directions" in c
+    rng = np.random.default_rng(29)
+    q, u, ud = mb.sanitize(rng.uniform(-2, 2, mb.nq)), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+    f_ext = {mb.body_names[-1]: rng.normal(size=6)}
+    b = mb.derivative_binding()
+    analytic = b.derivatives("id", q, u, ud, f_ext, [0.0, 0.0, -9.81])
+    if mb.nq == mb.nu:
+        forward = b.derivatives("id", q, u, ud, f_ext, [0.0, 0.0, -9.81], tangent=False)
+        for k in range(3):
+            assert _rel(analytic[k], forward[k]) < 1e-12, (mb.name, k)
+    if mb.name == "arm7":          # the straight-line build test_derivatives' fixed robots share
+        other = symgen.build(str(urdf_robots / "arm7.urdf"), derivatives=True)
+        assert other.forms["inverse_dynamics"] == "straight"
+        other = other.derivative_binding().derivatives("id", q, u, ud, f_ext, [0.0, 0.0, -9.81])
+        for k in range(3):
+            assert _rel(analytic[k], other[k]) < 1e-12, (mb.name, k)
+
+
 def test_per_kind_derivative_directions_on_lanes(per_kind):
     """The per-kind inverse-dynamics derivatives run blocks of 8 (AVX-512) or 2 directions at once, a lane each,
     over the union of their subtrees (PerKindDerivatives.emit_lane_derivatives); each width gives the one-direction

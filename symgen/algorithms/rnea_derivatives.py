@@ -125,6 +125,66 @@ def _own_world(T, b, w, raw):
             for c in range(b.nu)]
 
 
+def subtree_sums(T, b, w, kids) -> None:
+    """Tip to base at body b: its subtree's sums, its own (``w``: :func:`world_step`'s, or, where the children have
+    already added theirs in, the sums so far) plus its children's (``kids``: their dicts): ``IC`` (rigid, world
+    axes), ``SC`` (:func:`_s_parts`' nine numbers), ``hC`` (the momentum), ``F``; kept in w."""
+    w["IC"] = _rigid_sum(T, w["I"], [c["IC"] for c in kids])
+    w["SC"] = ([[T.dot([(1.0, c["SC"][0][i][j]) for c in kids], w["S"][0][i][j]) for j in range(3)] for i in range(3)],
+               [T.dot([(1.0, c["SC"][1][i]) for c in kids], w["S"][1][i]) for i in range(3)])
+    w["hC"] = _accumulate(T, w["mom"], [c["hC"] for c in kids])
+    w["F"] = [T.name(x, f"F{b.tag}_{i}") for i, x in enumerate(_accumulate(T, w["f"], [c["F"] for c in kids]))]
+
+
+def column_sums(T, w) -> None:
+    """Each column h of the body's H (world axes): ``hI`` = (IC h)^T = h^T IC and ``hB`` = h^T BC (BC c = SC c + c x*
+    hC), kept in w: a direction's row at this body is ``hI . e + hB . c`` (:func:`subtree_row`)."""
+    w["hI"] = [rigid_apply(T, *w["IC"], h) for h in w["H"]]
+    w["hB"] = [[T.add(x, _dot(T, h, crf(T, _unit(k), w["hC"]))) for k, x in enumerate(_s_apply(T, w["SC"], h))]
+               for h in w["H"]]
+
+
+def direction(T, b, w, k, wrt, own_tangent):
+    """Column k of body b's hinge, along Q (``wrt`` "q") or of U ("u"): ``(c, e, dF, dH)``, the subtree's twist
+    rate and acceleration change, the change of the force b's hinge carries, what the ancestors' rows read
+    (``dT_i = H_i^T dF``), and b's own H's derivative along it (zero columns along U).  ``w``: b's dict after
+    :func:`column_sums`; ``own_tangent`` as :func:`rnea_derivatives`'."""
+    z, ub, udb = w["H"][k], w["u"], w["udot"]
+    dH = _own_world(T, b, w, own_tangent(T, b, "H", wrt, k)) if wrt == "q" else [[0.0] * 6 for _ in range(b.nu)]
+    dHd = _own_world(T, b, w, own_tangent(T, b, "Hd", wrt, k))
+    if wrt == "q":
+        dHu = _colsum(T, dH, ub)
+        c = _sub(T, dHu, crm(T, z, w["Vp"]))
+        e = _add(T, [T.neg(x) for x in crm(T, z, w["Ap"])], [T.neg(x) for x in crm(T, c, w["Vp"])],
+                 _colsum(T, dH, udb), crm(T, w["V"], dHu), _colsum(T, dHd, ub))
+    else:
+        c = z
+        e = _add(T, crm(T, _add(T, w["V"], w["Vp"]), z), w["XHd"][k], _colsum(T, dHd, ub))
+    G = _add(T, rigid_apply(T, *w["IC"], e), _s_apply(T, w["SC"], c), crf(T, c, w["hC"]))
+    dF = _add(T, crf(T, z, w["F"]), G) if wrt == "q" else G
+    return c, e, dF, dH
+
+
+def subtree_row(T, wd, kk, c, e):
+    """A direction's row at column kk of a body d of its subtree (``wd``: d's dict after :func:`column_sums`):
+    ``H_d^T (IC_d e + BC_d c)``."""
+    return T.dot([(1.0, _dot(T, wd["hI"][kk], e)), (1.0, _dot(T, wd["hB"][kk], c))])
+
+
+def own_row(T, w, kk, c, e, dH, wrt):
+    """The row at column kk of body b's own hinge of a direction of that hinge (``w``: b's dict):
+    :func:`subtree_row` plus, along Q, ``dH^T F``."""
+    x = subtree_row(T, w, kk, c, e)
+    return T.add(x, _dot(T, dH[kk], w["F"])) if wrt == "q" else x
+
+
+def mass_entry(T, b, wd, kk, h, diagonal: int | None = None):
+    """M's entry at column kk of body d (``wd``: its dict after :func:`column_sums`) and the column ``h`` (world
+    axes) of b's hinge, d in b's subtree: ``hI_d . h``, plus b's armature of column ``diagonal`` on the diagonal."""
+    x = _dot(T, wd["hI"][kk], h)
+    return x if diagonal is None else T.add(x, b.arm(diagonal))
+
+
 def rnea_derivatives(T, bodies, n_u: int, io, own_tangent) -> None:
     """Store ``out = [dT/dQ (tangent, nU x nU), dT/dU (nU x nU), M (nU x nU)]``, row-major, of Newton-Euler
     inverse dynamics T(Q, U, Udot) (``io``: :class:`symgen.algorithms.soa.ArrayIO`; p's middle is Udot).
@@ -146,18 +206,9 @@ def rnea_derivatives(T, bodies, n_u: int, io, own_tangent) -> None:
     T.comment("tip to base: the subtree's sums IC = sum I, SC = sum (K + K^T), hC = sum I V, F = sum f "
               "(BC c = SC c + c x* hC); each column's H^T IC, H^T BC")
     for b in reversed(bodies):
-        w, kids = W[b.k], [W[c] for c in children[b.k]]
-        w["IC"] = _rigid_sum(T, w["I"], [c["IC"] for c in kids])
-        w["SC"] = ([[T.dot([(1.0, c["SC"][0][i][j]) for c in kids], w["S"][0][i][j]) for j in range(3)]
-                    for i in range(3)],
-                   [T.dot([(1.0, c["SC"][1][i]) for c in kids], w["S"][1][i]) for i in range(3)])
-        w["hC"] = _accumulate(T, w["mom"], [c["hC"] for c in kids])
-        w["F"] = [T.name(x, f"F{b.tag}_{i}") for i, x in enumerate(_accumulate(T, w["f"], [c["F"] for c in kids]))]
-        if not b.nu:
-            continue
-        w["hI"] = [rigid_apply(T, *w["IC"], h) for h in w["H"]]                          # (IC H)^T = H^T IC
-        w["hB"] = [[T.add(x, _dot(T, h, crf(T, _unit(k), w["hC"]))) for k, x in enumerate(_s_apply(T, w["SC"], h))]
-                   for h in w["H"]]                                                      # H^T BC
+        subtree_sums(T, b, W[b.k], [W[c] for c in children[b.k]])
+        if b.nu:
+            column_sums(T, W[b.k])
     nu = n_u
     T.fill_zeros("out", 3 * nu * nu, "dT/dQ, dT/dU, M: zero where a direction does not reach")
 
@@ -181,34 +232,18 @@ def rnea_derivatives(T, bodies, n_u: int, io, own_tangent) -> None:
             continue
         w = W[b.k]
         sub, anc = subtree(b), ancestors(b)
-        ub, udb = w["u"], w["udot"]
         for k in range(b.nu):
             col = b.u0 + k
             for wrt in ("q", "u"):
                 T.comment(f"{'along Q' if wrt == 'q' else 'of U'}, direction {col} ('{b.name}')")
-                z = w["H"][k]
-                dH = _own_world(T, b, w, own_tangent(T, b, "H", wrt, k)) if wrt == "q" else \
-                    [[0.0] * 6 for _ in range(b.nu)]
-                dHd = _own_world(T, b, w, own_tangent(T, b, "Hd", wrt, k))
-                if wrt == "q":
-                    dHu = _colsum(T, dH, ub)
-                    c = _sub(T, dHu, crm(T, z, w["Vp"]))
-                    e = _add(T, [T.neg(x) for x in crm(T, z, w["Ap"])], [T.neg(x) for x in crm(T, c, w["Vp"])],
-                             _colsum(T, dH, udb), crm(T, w["V"], dHu), _colsum(T, dHd, ub))
-                else:
-                    c = z
-                    e = _add(T, crm(T, _add(T, w["V"], w["Vp"]), z), w["XHd"][k], _colsum(T, dHd, ub))
-                G = _add(T, rigid_apply(T, *w["IC"], e), _s_apply(T, w["SC"], c), crf(T, c, w["hC"]))
-                dF = _add(T, crf(T, z, w["F"]), G) if wrt == "q" else G
+                c, e, dF, dH = direction(T, b, w, k, wrt, own_tangent)
                 block = 0 if wrt == "q" else nu * nu
                 for a in anc:
                     for kk, h in enumerate(W[a.k]["H"]):
                         T.store(f"out[{block + (a.u0 + kk) * nu + col}]", _dot(T, h, dF))
                 for d in sub:
                     for kk in range(d.nu):
-                        x = T.dot([(1.0, _dot(T, W[d.k]["hI"][kk], e)), (1.0, _dot(T, W[d.k]["hB"][kk], c))])
-                        if d is b and wrt == "q":
-                            x = T.add(x, _dot(T, dH[kk], w["F"]))
+                        x = own_row(T, w, kk, c, e, dH, wrt) if d is b else subtree_row(T, W[d.k], kk, c, e)
                         T.store(f"out[{block + (d.u0 + kk) * nu + col}]", x)
             T.comment(f"M, column {col} ('{b.name}') and its row")
             for d in sub:
@@ -216,9 +251,7 @@ def rnea_derivatives(T, bodies, n_u: int, io, own_tangent) -> None:
                     row = d.u0 + kk
                     if d is b and kk < k:
                         continue
-                    x = _dot(T, W[d.k]["hI"][kk], w["H"][k])
-                    if d is b and kk == k:
-                        x = T.add(x, b.arm(k))
+                    x = mass_entry(T, b, W[d.k], kk, w["H"][k], k if d is b and kk == k else None)
                     T.store(f"out[{2 * nu * nu + row * nu + col}]", x)
                     if row != col:
                         T.store(f"out[{2 * nu * nu + col * nu + row}]", x)

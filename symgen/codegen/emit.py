@@ -876,33 +876,31 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
     def lane_head(items, strides, size):
         return lane_kernel_head(items, bodies, L.nu, layout, slugs, strides, size, hinges, kernels)
 
-    def rnea():
-        """Inverse dynamics along the tangent: the analytic recursions, one state and in lanes, whatever the form
-        (the forward mode keeps the full-coordinate directions, which the step derivatives take)."""
-        return emit_rnea_derivatives(name, bodies, L, layout, lambda: _HingeCalls(layout, slugs), kernel_arrays,
-                                     lambda T, bs: parametric_bodies(T, bs, L), lane_head)
-
     if not straight:
-        tangent_form = rnea()
         from .perkind import PerKindDerivatives
 
         pk = PerKindDerivatives(bodies, L, name, layout)
         nq = sum(layout[b.name]["nq"] for b in bodies)
         drivers = pk.emit_derivatives(nq)
         lanes, dispatch = pk.emit_lane_derivatives(nq)
+        # along the tangent: the analytic recursions' steps per kind, looped like the dynamics
+        tangent_lines = pk.emit_rnea_derivatives() if L.nu and not any(b.flex for b in bodies) else None
         one = ["/* the derivatives of inverse dynamics, one direction at a time */",
                f"static int sg_{name}_id_derivatives_1(const double *q, const double *u, const double *p, int tangent, "
                "double *out)", "{", *("    " + x for x in drivers["id"]), "}"]
-        tangent = [f"if (tangent) return sg_{name}_id_derivatives_tangent(q, u, p, out);"] if tangent_form else []
+        tangent = [f"if (tangent) return sg_{name}_id_derivatives_tangent(q, u, p, out);"] if tangent_lines else []
         return {"fd": {"lines": drivers["fd"], "lanes": None, "per_kind": True, "before": pk.fd_copies},
-                "id": {"lines": tangent + dispatch, "lanes": tangent_form and tangent_form["lanes"], "per_kind": True,
-                       "tangent_lines": tangent_form and tangent_form["lines"]},
+                "id": {"lines": tangent + dispatch, "lanes": None, "per_kind": True, "tangent_lines": tangent_lines},
                 "per_kind": pk.functions + pk.seed_functions + pk.tables + one + lanes}
     for k in out:
         f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), kernel_arrays,
                              lambda T, bs: parametric_bodies(T, bs, L), lane_head)
         out[k] = f and {**f, "per_kind": False}
-    tangent_form = out["id"] and rnea()
+    # inverse dynamics along the tangent: the analytic recursions, straight-line, one state and in lanes (the
+    # forward mode keeps the full-coordinate directions, which the step derivatives take)
+    tangent_form = out["id"] and emit_rnea_derivatives(
+        name, bodies, L, layout, lambda: _HingeCalls(layout, slugs), kernel_arrays,
+        lambda T, bs: parametric_bodies(T, bs, L), lane_head)
     if tangent_form:
         out["id"]["tangent_lines"] = tangent_form["lines"]
         out["id"]["lanes"] = tangent_form["lanes"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import partial
 
-from ..algorithms import soa
+from ..algorithms import rnea_derivatives as rd, soa
 from ..abi.layout import ModelLayout, Record, sym_index
 from ..ir.dual import DualTape, tangent
 from ..hinges.derive import NEEDS_U
@@ -345,7 +345,7 @@ class PerKindForm:
         for arr, kernel, size in (("X", "transform", 16), ("H", "coord_map", 6 * b.nu),
                                   ("Hd", "coord_map_dot", 6 * b.nu), ("dqX", "transform_dq", 16 * nq),
                                   ("dqH", "coord_map_dq", 6 * b.nu * nq), ("dqHd", "coord_map_dot_dq", 6 * b.nu * nq),
-                                  ("duHd", "coord_map_dot_du", 6 * b.nu * b.nu)):
+                                  ("duHd", "coord_map_dot_du", 6 * b.nu * b.nu), ("N", "qdot_map", nq * b.nu)):
             if arr in arrays:
                 head += [f"double {arr}[{size}];", f"sg_{kind.slug}_{kernel}(qh, uh, 0, {arr});"]
         text = "\n".join(head + body)
@@ -676,6 +676,39 @@ def rnea_workspace(nu: int) -> Record:
     return Record(("R", 9), ("l", 3), ("V", 6), ("a", 6), ("b", 6), ("alpha", 6), ("f", 6), ("H", 6 * nu))
 
 
+#: the fields of a body's block of the analytic ID derivatives' workspace (:func:`idd_workspace`) with one 6-vector
+#: per column of its hinge
+_IDD_COLUMNS = ("H", "XHd", "hI", "hB", "qc", "qe", "qF", "ue", "uF")
+
+
+def idd_workspace(nu: int) -> Record:
+    """A body's block of the workspace of inverse dynamics' derivatives by the analytic recursions in the per-kind
+    form (:meth:`PerKindDerivatives.emit_rnea_derivatives`), world axes: the pose X_0b (R0, l0), V, A, the subtree's
+    sums (IC: m, h, J's upper triangle; SC: A's upper triangle, s; hC; F), then per column of its hinge H, X0 Hd,
+    hI, hB and the directions' c, e, dF along Q (qc, qe, qF) and of U (ue, uF: c is H).  The fixed-size fields
+    first, at the same offsets in every body's block (a child reads its parent's and adds into them)."""
+    return Record(("R0", 9), ("l0", 3), ("V", 6), ("A", 6), ("IC", 10), ("SC", 9), ("hC", 6), ("F", 6),
+                  *((f, 6 * nu) for f in _IDD_COLUMNS))
+
+
+def _pack_rigid(I) -> list:
+    m, h, J = I
+    return [m, *h, J[0][0], J[0][1], J[0][2], J[1][1], J[1][2], J[2][2]]
+
+
+def _unpack_rigid(x) -> tuple:
+    return x[0], x[1:4], [[x[4], x[5], x[6]], [x[5], x[7], x[8]], [x[6], x[8], x[9]]]
+
+
+def _pack_s(S) -> list:
+    A, sv = S
+    return [A[0][0], A[0][1], A[0][2], A[1][1], A[1][2], A[2][2], *sv]
+
+
+def _unpack_s(x) -> tuple:
+    return [[x[0], x[1], x[2]], [x[1], x[3], x[4]], [x[2], x[4], x[5]]], x[6:9]
+
+
 class _StepDual(DualTape):
     """A per-kind step traced on dual numbers: its workspace stores and its adds into the parent write the
     tangents into the tangent workspace (``w[i] = x`` -> ``dw[i] = dx``, ``wp[i] += x`` -> ``dwp[i] += dx``),
@@ -907,6 +940,199 @@ class PerKindDerivatives(PerKindForm):
               "#endif",
               f"return sg_{nm}_fd_derivatives_base{call};"]
         return {"id": id_, "fd": fd}
+
+    # ---- inverse dynamics' derivatives along the tangent by the analytic recursions, per kind ----------
+    def _ld(self, T, kind, field, n, slot="w"):
+        """Entries of a field of the analytic recursions' workspace (:func:`idd_workspace`), all read at run time."""
+        off = self._rec(kind if slot == "w" else None)[field]
+        return [T.input(f"{slot}[{off + i}]") for i in range(n)]
+
+    def _st(self, T, kind, field, values, at=0):
+        off = self._rec(kind)[field] + at
+        for i, v in enumerate(values):
+            T.store(f"w[{off + i}]", v)
+
+    def _idd_parent(self, T, kind, b, io):
+        """(the parent's dict of :func:`~symgen.algorithms.rnea_derivatives.world_step` or None at a root, its V, its
+        A: the newtonian frame's [0; -g] at a root)."""
+        g0 = soa.gravity_acceleration(T, io["g"])
+        if b.root:
+            return None, [0.0] * 6, g0
+        par = {f: self._ld(T, kind, f, n, slot="wp") for f, n in (("R0", 9), ("l0", 3), ("V", 6), ("A", 6))}
+        return par, par["V"], par["A"]
+
+    def _idd_world(self, T, kind, b):
+        io = self._io(T, b)
+        par, _, g0 = self._idd_parent(T, kind, b, io)
+        w = rd.world_step(T, b, par, io["u"], io["tau"], io["f_ext"], g0)
+        for f in ("R0", "l0", "V", "A"):
+            self._st(T, kind, f, w[f])
+        self._st(T, kind, "H", [x for h in w["H"] for x in h])
+        self._st(T, kind, "XHd", [x for h in w["XHd"] for x in h])
+        # the body's own terms of its subtree's sums: its children add theirs in (_idd_sums, tip to base)
+        self._st(T, kind, "IC", _pack_rigid(w["I"]))
+        self._st(T, kind, "SC", _pack_s(w["S"]))
+        self._st(T, kind, "hC", w["mom"])
+        self._st(T, kind, "F", w["f"])
+
+    def _idd_columns(self, T, kind, b, field):
+        x = self._ld(T, kind, field, 6 * b.nu)
+        return [x[6 * c:6 * c + 6] for c in range(b.nu)]
+
+    def _idd_sums(self, T, kind, b):
+        w = {"I": _unpack_rigid(self._ld(T, kind, "IC", 10)), "S": _unpack_s(self._ld(T, kind, "SC", 9)),
+             "mom": self._ld(T, kind, "hC", 6), "f": self._ld(T, kind, "F", 6)}
+        rd.subtree_sums(T, b, w, [])          # the children's are in already
+        if not b.root:
+            self._add(T, "IC", _pack_rigid(w["IC"]))
+            self._add(T, "SC", _pack_s(w["SC"]))
+            self._add(T, "hC", w["hC"])
+            self._add(T, "F", w["F"])
+        if b.nu:
+            w["H"] = self._idd_columns(T, kind, b, "H")
+            rd.column_sums(T, w)
+            self._st(T, kind, "hI", [x for h in w["hI"] for x in h])
+            self._st(T, kind, "hB", [x for h in w["hB"] for x in h])
+
+    def _idd_directions(self, T, kind, b):
+        from .derivatives import kernel_tangent
+
+        io, n, nu = self._io(T, b), b.nu, self.L.nu
+        _, Vp, Ap = self._idd_parent(T, kind, b, io)
+        w = {f: self._ld(T, kind, f, k) for f, k in (("R0", 9), ("l0", 3), ("V", 6), ("A", 6), ("hC", 6), ("F", 6))}
+        w.update(Vp=Vp, Ap=Ap, u=io["u"], udot=io["tau"], IC=_unpack_rigid(self._ld(T, kind, "IC", 10)),
+                 SC=_unpack_s(self._ld(T, kind, "SC", 9)),
+                 **{f: self._idd_columns(T, kind, b, f) for f in ("H", "XHd", "hI", "hB")})
+        st, nq = self.body_layout[kind.rep.name]["structure"], self.L.nqh[kind.rep.k]
+        N = st.get("qdot_map") or [None] * (nq * n)
+
+        def own_tangent(T, b, arr, wrt, k):
+            def seed(w_, j):
+                if w_ != wrt:
+                    return 0.0
+                if w_ == "u":
+                    return 1.0 if j == k else 0.0
+                x = N[j * n + k]
+                return x if x is not None else T.input(f"N[{j * n + k}]", array="N")
+            return [kernel_tangent(T, b, arr, "", i, st, nq, seed) for i in range(6 * n)]
+
+        for k in range(n):
+            for wrt in ("q", "u"):
+                c, e, dF, dH = rd.direction(T, b, w, k, wrt, own_tangent)
+                for f, v in (("qc", c), ("qe", e), ("qF", dF)) if wrt == "q" else (("ue", e), ("uF", dF)):
+                    self._st(T, kind, f, v, at=6 * k)
+                block = 0 if wrt == "q" else nu * nu
+                for kk in range(n):
+                    T.store(f"out[{block} + (uo + {kk}) * {nu} + uo + {k}]", rd.own_row(T, w, kk, c, e, dH, wrt))
+            for kk in range(k, n):
+                x = rd.mass_entry(T, b, w, kk, w["H"][k], k if kk == k else None)
+                T.store(f"out[{2 * nu * nu} + (uo + {kk}) * {nu} + uo + {k}]", x)
+                if kk != k:
+                    T.store(f"out[{2 * nu * nu} + (uo + {k}) * {nu} + uo + {kk}]", x)
+
+    def emit_rnea_derivatives(self) -> list:
+        """Inverse dynamics' derivatives along the tangent by the analytic recursions
+        (:mod:`symgen.algorithms.rnea_derivatives`' steps) in the per-kind form: the body of
+        ``sg_<m>_id_derivatives_tangent(q, u, p, out)``.  Three steps per kind (world axes base to tip; the
+        subtree's sums tip to base, each column's hI and hB; each direction of the body's hinge: c, e, dF and its
+        rows at the body's own columns and M's diagonal block), then a C loop writes the other rows one row of the
+        three blocks at a time, in order (strided column stores cost twice as much on tiago_dual): at a direction
+        of a body below the row's, the ancestors' rule ``H^T dF``; above it, the subtree's ``hI . e + hB . c``;
+        M's ``hI . H``.  Its step functions and tables join :attr:`functions` and :attr:`tables`."""
+        nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
+        saved = self._record, self._ws_table
+        self._record, self._ws_table = idd_workspace, "idd_ws"
+        offsets = self._offsets(idd_workspace)
+        self.functions += ["/* each body's block of the analytic ID derivatives' workspace (perkind.idd_workspace), "
+                           "and the end */",
+                           f"static const int sg_{nm}_idd_ws[{nb + 1}] = {{ {', '.join(map(str, offsets))} }};", ""]
+        try:
+            world = self._table("idd_world", self._idd_world, "ID derivatives, base to tip in world axes: X_0b, H, "
+                                "X0 Hd, V, A; the body's I, S, I V and f as its subtree's sums so far")
+            sums = self._table("idd_sums", self._idd_sums, "ID derivatives, tip to base: the subtree's sums IC, SC, hC, "
+                               "F into the parent's; each column's hI = H^T IC and hB = H^T BC")
+            dirs = self._table("idd_directions", self._idd_directions, "ID derivatives: each direction of the body's "
+                               "hinge along Q and of U, its c, e and dF, its rows at the body's own columns, M's "
+                               "diagonal block")
+        finally:
+            self._record, self._ws_table = saved
+        # each body's strict descendants and ancestors with U, in order
+        children = {b.k: [] for b in self.bodies}
+        for b in self.bodies:
+            if b.parent >= 0:
+                children[b.parent].append(b.k)
+        below, below_start, above, above_start = [], [0], [], [0]
+        for b in self.bodies:
+            stack, sub = list(children[b.k]), []
+            while stack:
+                k = stack.pop()
+                sub.append(k)
+                stack += children[k]
+            below += sorted(k for k in sub if self.bodies[k].nu)
+            below_start.append(len(below))
+            k, anc = b.parent, []
+            while k >= 0:
+                anc.append(k)
+                k = self.bodies[k].parent
+            above += sorted(k for k in anc if self.bodies[k].nu)
+            above_start.append(len(above))
+        ints = lambda xs: ", ".join(map(str, xs)) or "0"  # noqa: E731
+        rec = idd_workspace(1)
+        F0 = rec["H"]
+        off = {f: rec[f] - F0 for f in _IDD_COLUMNS}          # a column field's offset is F0 + off[f] * nU(body)
+        kinds, u0, nuh = f"sg_{nm}_kind", f"sg_{nm}_u0", f"sg_{nm}_nuh"
+        blk = f"sg_{nm}_idd_ws"
+        args = "(k, q, u, p, ws, out, 0)"
+        n2 = nu * nu
+        dot = f"sg_{nm}_dot6"
+        self.functions += ["/* a . b of two 6-vectors */",
+                           f"static double {dot}(const double *a, const double *b)", "{",
+                           "    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];",
+                           "}", ""]
+        col = lambda f, n, i: f"{off[f]} * {n} + 6 * {i}"  # noqa: E731
+        return [f"double ws[{max(offsets[-1], 1)}];",
+                "/* each body's strict descendants and ancestors with U */",
+                f"static const int below_start[{nb + 1}] = {{{ints(below_start)}}};",
+                f"static const int below[{max(len(below), 1)}] = {{{ints(below)}}};",
+                f"static const int above_start[{nb + 1}] = {{{ints(above_start)}}};",
+                f"static const int above[{max(len(above), 1)}] = {{{ints(above)}}};",
+                "const double *wa, *wk, *H, *hI, *hB;",
+                "double *oq, *ou, *om;",
+                "int a, k, c, r, t, i, na, nk, u0a, col;",
+                f"for (k = 0; k < {nb}; ++k) {world}[{kinds}[k]]{args};",
+                f"for (k = {nb - 1}; k >= 0; --k) {sums}[{kinds}[k]]{args};",
+                f"for (k = 0; k < {nb}; ++k) {dirs}[{kinds}[k]]{args};  /* and the rows at each body's own columns */",
+                "/* the other rows, one row of dT/dQ, dT/dU and M at a time (each written in order, once): at column",
+                " * (k, c) of a body k below a, the ancestors' rule H^T dF; above a, the subtree's hI . e + hB . c; M's",
+                " * hI . H either way (k's hI below a, a's above: both the same numbers); zero elsewhere */",
+                f"for (a = 0; a < {nb}; ++a) {{",
+                f"    na = {nuh}[a]; u0a = {u0}[a]; wa = ws + {blk}[a] + {F0};",
+                "    for (r = 0; r < na; ++r) {",
+                f"        oq = out + (u0a + r) * {nu}; ou = oq + {n2}; om = oq + {2 * n2};",
+                "        for (i = 0; i < u0a; ++i) oq[i] = ou[i] = om[i] = 0.0;",
+                f"        for (i = u0a + na; i < {nu}; ++i) oq[i] = ou[i] = om[i] = 0.0;",
+                f"        H = wa + {col('H', 'na', 'r')}; hI = wa + {col('hI', 'na', 'r')}; hB = wa + {col('hB', 'na', 'r')};",
+                "        for (t = below_start[a]; t < below_start[a + 1]; ++t) {",
+                f"            k = below[t]; nk = {nuh}[k]; wk = ws + {blk}[k] + {F0};",
+                "            for (c = 0; c < nk; ++c) {",
+                f"                col = {u0}[k] + c;",
+                f"                oq[col] = {dot}(H, wk + {col('qF', 'nk', 'c')});",
+                f"                ou[col] = {dot}(H, wk + {col('uF', 'nk', 'c')});",
+                f"                om[col] = {dot}(wk + {col('hI', 'nk', 'c')}, H);",
+                "            }",
+                "        }",
+                "        for (t = above_start[a]; t < above_start[a + 1]; ++t) {",
+                f"            k = above[t]; nk = {nuh}[k]; wk = ws + {blk}[k] + {F0};",
+                "            for (c = 0; c < nk; ++c) {",
+                f"                col = {u0}[k] + c;",
+                f"                oq[col] = {dot}(hI, wk + {col('qe', 'nk', 'c')}) + {dot}(hB, wk + {col('qc', 'nk', 'c')});",
+                f"                ou[col] = {dot}(hI, wk + {col('ue', 'nk', 'c')}) + {dot}(hB, wk + {col('H', 'nk', 'c')});",
+                f"                om[col] = {dot}(hI, wk + {col('H', 'nk', 'c')});",
+                "            }",
+                "        }",
+                "    }",
+                "}",
+                "return 0;"]
 
     def emit_lane_derivatives(self, nq: int) -> tuple:
         """The derivatives of inverse dynamics with the directions on lanes: ``(lines, dispatch)``.  ``lines``: for each
