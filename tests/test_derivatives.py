@@ -209,7 +209,7 @@ def test_per_kind_derivatives(per_kind):
 def test_per_kind_analytic_inverse_dynamics_derivatives(per_kind, urdf_robots):
     """Along the tangent the per-kind form runs the analytic recursions too, their steps traced per body kind and
     looped (PerKindDerivatives.emit_rnea_derivatives; the oracles of test_per_kind_derivatives check it, FD's
-    derivatives through it).  A regression check between two algorithms: where full coordinates are the
+    derivatives through it), and so does its lane form, bit for bit.  A regression check between two algorithms: where full coordinates are the
     tangent (arm7's PIN hinges) the forward mode's full-coordinate directions give the same derivatives to
     1e-12 relative, with f_ext and gravity given, and so do the straight-line analytic recursions of the same
     model."""
@@ -229,6 +229,15 @@ def test_per_kind_analytic_inverse_dynamics_derivatives(per_kind, urdf_robots):
         forward = b.derivatives("id", q, u, ud, f_ext, [0.0, 0.0, -9.81], tangent=False)
         for k in range(3):
             assert _rel(analytic[k], forward[k]) < 1e-12, (mb.name, k)
+    # the looped lanes (PerKindDerivatives.emit_rnea_derivative_lanes): every state of a batch of W + 3 (a full
+    # block of W, then the tail one state at a time) bit for bit its one-state call
+    n = W + 3
+    Q, U, X = mb.sanitize(rng.uniform(-2, 2, (n, mb.nq))), rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nu))
+    batch = mb.inverse_dynamics_derivatives(Q, U, X)
+    for i in range(n):
+        for k, one in enumerate(mb.inverse_dynamics_derivatives(Q[i], U[i], X[i])):
+            np.testing.assert_array_equal(batch[k][i], one, err_msg=f"{mb.name}: state {i}, block {k}")
+    assert f"int sg_{mb.name}_id_derivatives_lanes(" in c
     if mb.name == "arm7":          # the straight-line build test_derivatives' fixed robots share
         other = symgen.build(str(urdf_robots / "arm7.urdf"), derivatives=True)
         assert other.forms["inverse_dynamics"] == "straight"

@@ -840,7 +840,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             f["part"] = DERIVATIVE_PARTS[k]                 # each a translation unit of its own
             part_lines[f["part"]] = len(f["lines"])
             if f["lanes"]:                                  # its lane-batch form too, compiled beside it
-                f["lanes"]["part"] = DERIVATIVE_LANE_PARTS[k]
+                # (the per-kind form's in its own part: it calls the step functions there)
+                f["lanes"]["part"] = f["part"] if f.get("per_kind") else DERIVATIVE_LANE_PARTS[k]
                 part_lines[f["lanes"]["part"]] = len(f["lanes"]["lines"])
                 lanes["sincos"] = lanes["sincos"] or f["lanes"]["sincos"]
             lanes[f"{k}_derivatives"] = f["lanes"]
@@ -885,12 +886,14 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         lanes, dispatch = pk.emit_lane_derivatives(nq)
         # along the tangent: the analytic recursions' steps per kind, looped like the dynamics
         tangent_lines = pk.emit_rnea_derivatives() if L.nu and not any(b.flex for b in bodies) else None
+        tangent_lanes = tangent_lines and hinges is not None and pk.emit_rnea_derivative_lanes(nq, hinges, _lane_kernel)
         one = ["/* the derivatives of inverse dynamics, one direction at a time */",
                f"static int sg_{name}_id_derivatives_1(const double *q, const double *u, const double *p, int tangent, "
                "double *out)", "{", *("    " + x for x in drivers["id"]), "}"]
         tangent = [f"if (tangent) return sg_{name}_id_derivatives_tangent(q, u, p, out);"] if tangent_lines else []
         return {"fd": {"lines": drivers["fd"], "lanes": None, "per_kind": True, "before": pk.fd_copies},
-                "id": {"lines": tangent + dispatch, "lanes": None, "per_kind": True, "tangent_lines": tangent_lines},
+                "id": {"lines": tangent + dispatch, "lanes": tangent_lanes or None, "per_kind": True,
+                       "tangent_lines": tangent_lines},
                 "per_kind": pk.functions + pk.seed_functions + pk.tables + one + lanes}
     for k in out:
         f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), kernel_arrays,

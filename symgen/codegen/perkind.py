@@ -28,6 +28,7 @@ from ..ir.tape import Tape
 _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
 _LANE_SIGNATURE = "(int k, const sg_vd *q, const sg_vd *u, const sg_vd *p, sg_vd *ws, sg_vd *out, int *st)"
 _LANE_WALK_SIGNATURE = "(int k, sg_vd *ws, const sg_vd *x, sg_vd *y, sg_vd *rows)"
+_LANE_ROWS_SIGNATURE = "(int k, const sg_vd *q, const sg_vd *u, const sg_vd *p, sg_vd *ws, double *out, int *st)"
 _SIGNATURE = "(int k, const double *q, const double *u, const double *p, double *ws, double *out, double *mats)"
 
 
@@ -470,17 +471,26 @@ class PerKindForm:
         _lane_kernel = self._lane_kernel
         read = {}
         for text in T.live_inputs():
-            m = re.fullmatch(r"(X|H|Hd)\[(\d+)\]", text)
+            m = re.fullmatch(r"(X|H|Hd|dqH|dqHd|duHd|N)\[(\d+)\]", text)
             if m:
                 read.setdefault(m.group(1), set()).add(int(m.group(2)))
         rep = kind.rep
         h, args = hinges.get(rep.name), self.body_layout[rep.name]["structure"]["trig_args"]
         nq, nu = self.L.nqh[rep.k], rep.nu
         decls, vector, per_lane = [], [], []
-        for arr, kernel, size in (("X", "transform", 16), ("H", "coord_map", 6 * nu), ("Hd", "coord_map_dot", 6 * nu)):
+        for arr, kernel, size in (("X", "transform", 16), ("H", "coord_map", 6 * nu), ("Hd", "coord_map_dot", 6 * nu),
+                                  ("dqH", "coord_map_dq", 6 * nu * nq), ("dqHd", "coord_map_dot_dq", 6 * nu * nq),
+                                  ("duHd", "coord_map_dot_du", 6 * nu * nu), ("N", "qdot_map", nq * nu)):
             if arr not in read:
                 continue
             live = sorted(read[arr])
+            st = self.body_layout[rep.name]["structure"]
+            if kernel in st and arr in ("X", "H", "Hd"):
+                # every entry the scalar kernel computes, not only those read: its CSE over a subset of them may
+                # group a product differently (a step that reads only a few of them, through a derivative kernel's
+                # aliases, then differs from the one-state step in the last bit)
+                alias = st.get(f"{kernel}_alias") or [None] * len(st[kernel])
+                live = sorted(set(live) | {i for i, c in enumerate(st[kernel]) if c is None and alias[i] is None})
             decls.append(f"sg_vd {arr}[{size}];")
             lane = None if h is None else _lane_kernel(h, kernel, live, arr, 0, 0, 0, memo)
             if lane is not None:
@@ -501,7 +511,7 @@ class PerKindForm:
         if per_lane:
             k_size = max(n for _, n, _, _ in per_lane)
             # U only where a kernel reads it (coord_map_dot): the mass matrix's steps have no U (a null u)
-            reads_u = any(kernel in NEEDS_U for kernel, _, _, _ in per_lane)
+            reads_u = any(kernel in NEEDS_U or kernel.startswith("coord_map_dot") for kernel, _, _, _ in per_lane)
             head += ["for (l = 0; l < SG_W; ++l) {  /* the hinge's kernels one lane at a time */",
                      f"    double qr[{max(nq, 1)}], ur[{max(nu, 1)}] = {{0.0}}, k_out[{k_size}];",
                      "    int i;",
@@ -513,13 +523,15 @@ class PerKindForm:
             head.append("}")
         return head
 
-    def _lane_step(self, step: str, kind: _Kind, trace, doc: str, hinges: dict, memo: dict, walk=False) -> str:
+    def _lane_step(self, step: str, kind: _Kind, trace, doc: str, hinges: dict, memo: dict, walk=False,
+                   rows=None) -> str:
         """One step of one kind traced and printed for SG_W states (:meth:`symgen.ir.tape.Tape.lane_lines`: the
-        body's constants ``c`` are doubles, every other value a vector); returns the function's name."""
+        body's constants ``c`` are doubles, every other value a vector); returns the function's name.  ``rows``:
+        ``out``'s row length when the step writes each state's row of ``out`` (a ``double *``) directly."""
         T = Tape()
         b = self._kind_body(T, kind)
         trace(T, kind, b)
-        body = T.lane_lines("sg_vd", "SG_W", scalars=("c",))
+        body = T.lane_lines("sg_vd", "SG_W", scalars=("c",), rows=rows and {"out": rows})
         head = self._lane_kernels(T, kind, b, hinges, memo)
         nm = self.name
         fn = f"sg_{nm}_{step}_l{kind.index}"
@@ -528,14 +540,14 @@ class PerKindForm:
         defs = [("qh", f"const sg_vd *qh = q + sg_{nm}_q0[k];"), ("uh", f"const sg_vd *uh = u + sg_{nm}_u0[k];"),
                 ("uo", f"const int uo = sg_{nm}_u0[k];"),
                 ("c", f"const double *c = sg_{nm}_body_const[k];"),
-                ("w", f"sg_vd *w = ws + sg_{nm}_lane_ws[k];"),
-                ("wp", f"sg_vd *wp = ws + sg_{nm}_lane_ws[sg_{nm}_parent[k]];"),
+                ("w", f"sg_vd *w = ws + sg_{nm}_{self._ws_table}[k];"),
+                ("wp", f"sg_vd *wp = ws + sg_{nm}_{self._ws_table}[sg_{nm}_parent[k]];"),
                 ("Th", f"const sg_vd *Th = p + {P['tau']} + sg_{nm}_u0[k];"),
                 ("fe", f"const sg_vd *fe = p + {P['f_ext']} + 6 * k;"),
                 ("outh", f"sg_vd *outh = out + sg_{nm}_u0[k];")]
         params = ("k", "ws", "x", "y", "rows") if walk else ("k", "q", "u", "p", "ws", "out", "st")
         pro, voids = _prologue(defs, text, params)
-        signature = _LANE_WALK_SIGNATURE if walk else _LANE_SIGNATURE
+        signature = _LANE_WALK_SIGNATURE if walk else _LANE_ROWS_SIGNATURE if rows else _LANE_SIGNATURE
         lines = [f"/* {doc}; {kind.label}; SG_W states */", f"SG_LANE_TARGET static void {fn}{signature}", "{"]
         if _uses("l", "\n".join(pro) + "\n" + text):
             lines.append("    int l;")
@@ -545,12 +557,12 @@ class PerKindForm:
         self.lane_functions += lines
         return fn
 
-    def _lane_table(self, step: str, trace, doc: str, hinges: dict, memo: dict, walk=False) -> str:
+    def _lane_table(self, step: str, trace, doc: str, hinges: dict, memo: dict, walk=False, rows=None) -> str:
         tbl = f"sg_{self.name}_{step}_l"
         if tbl not in self._made:
             self._made.add(tbl)
-            fns = [self._lane_step(step, kind, trace, doc, hinges, memo, walk) for kind in self.kinds]
-            sig = _LANE_WALK_SIGNATURE if walk else _LANE_SIGNATURE
+            fns = [self._lane_step(step, kind, trace, doc, hinges, memo, walk, rows) for kind in self.kinds]
+            sig = _LANE_WALK_SIGNATURE if walk else _LANE_ROWS_SIGNATURE if rows else _LANE_SIGNATURE
             self.lane_functions += [f"static void (*const {tbl}[{len(fns)}]){sig} = {{", "    " + ", ".join(fns), "};", ""]
         return tbl
 
@@ -1056,7 +1068,26 @@ class PerKindDerivatives(PerKindForm):
                                "diagonal block")
         finally:
             self._record, self._ws_table = saved
-        # each body's strict descendants and ancestors with U, in order
+        tables, loop = self._idd_rows(vec="double", dot=f"sg_{nm}_dot6", out_l=None)
+        self.functions += ["/* a . b of two 6-vectors */",
+                           f"static double sg_{nm}_dot6(const double *a, const double *b)", "{",
+                           "    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];",
+                           "}", ""]
+        args = "(k, q, u, p, ws, out, 0)"
+        kinds = f"sg_{nm}_kind"
+        return [f"double ws[{max(offsets[-1], 1)}];", *tables,
+                f"for (k = 0; k < {nb}; ++k) {world}[{kinds}[k]]{args};",
+                f"for (k = {nb - 1}; k >= 0; --k) {sums}[{kinds}[k]]{args};",
+                f"for (k = 0; k < {nb}; ++k) {dirs}[{kinds}[k]]{args};  /* and the rows at each body's own columns */",
+                *loop, "return 0;"]
+
+    def _idd_rows(self, vec: str, dot: str, out_l) -> tuple:
+        """(the declarations, the loop) that write the analytic recursions' rows but each body's own columns (its
+        directions' step writes those), one row of dT/dQ, dT/dU and M at a time, from the workspace
+        (:func:`idd_workspace`, entries of type ``vec``; ``dot``: a . b of two 6-vectors of it).  ``out_l``: None
+        (one state: each row written in place), or the length of a state's row of out (the lanes: each entry
+        computed for the SG_W states in a vector, then stored into each state's row)."""
+        nm, nb, nu = self.name, len(self.bodies), self.L.nu
         children = {b.k: [] for b in self.bodies}
         for b in self.bodies:
             if b.parent >= 0:
@@ -1080,59 +1111,129 @@ class PerKindDerivatives(PerKindForm):
         rec = idd_workspace(1)
         F0 = rec["H"]
         off = {f: rec[f] - F0 for f in _IDD_COLUMNS}          # a column field's offset is F0 + off[f] * nU(body)
-        kinds, u0, nuh = f"sg_{nm}_kind", f"sg_{nm}_u0", f"sg_{nm}_nuh"
-        blk = f"sg_{nm}_idd_ws"
-        args = "(k, q, u, p, ws, out, 0)"
+        u0, nuh, blk = f"sg_{nm}_u0", f"sg_{nm}_nuh", f"sg_{nm}_{self._ws_table or 'idd_ws'}"
         n2 = nu * nu
-        dot = f"sg_{nm}_dot6"
-        self.functions += ["/* a . b of two 6-vectors */",
-                           f"static double {dot}(const double *a, const double *b)", "{",
-                           "    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];",
-                           "}", ""]
         col = lambda f, n, i: f"{off[f]} * {n} + 6 * {i}"  # noqa: E731
-        return [f"double ws[{max(offsets[-1], 1)}];",
-                "/* each body's strict descendants and ancestors with U */",
+        decl = ["/* each body's strict descendants and ancestors with U */",
                 f"static const int below_start[{nb + 1}] = {{{ints(below_start)}}};",
                 f"static const int below[{max(len(below), 1)}] = {{{ints(below)}}};",
                 f"static const int above_start[{nb + 1}] = {{{ints(above_start)}}};",
                 f"static const int above[{max(len(above), 1)}] = {{{ints(above)}}};",
-                "const double *wa, *wk, *H, *hI, *hB;",
-                "double *oq, *ou, *om;",
-                "int a, k, c, r, t, i, na, nk, u0a, col;",
-                f"for (k = 0; k < {nb}; ++k) {world}[{kinds}[k]]{args};",
-                f"for (k = {nb - 1}; k >= 0; --k) {sums}[{kinds}[k]]{args};",
-                f"for (k = 0; k < {nb}; ++k) {dirs}[{kinds}[k]]{args};  /* and the rows at each body's own columns */",
-                "/* the other rows, one row of dT/dQ, dT/dU and M at a time (each written in order, once): at column",
-                " * (k, c) of a body k below a, the ancestors' rule H^T dF; above a, the subtree's hI . e + hB . c; M's",
-                " * hI . H either way (k's hI below a, a's above: both the same numbers); zero elsewhere */",
+                f"const {vec} *wa, *wk, *H, *hI, *hB;",
+                "int a, k, c, r, t, na, nk, u0a, col;"]
+        if out_l is None:
+            decl += ["int i;", "double *oq, *ou, *om;"]
+            start = [f"oq = out + (u0a + r) * {nu}; ou = oq + {n2}; om = oq + {2 * n2};",
+                     "for (i = 0; i < u0a; ++i) oq[i] = ou[i] = om[i] = 0.0;",
+                     f"for (i = u0a + na; i < {nu}; ++i) oq[i] = ou[i] = om[i] = 0.0;"]
+        else:
+            # each lane's row (SG_W rows of out, one per state) zeroed in place but for the body's own columns, then
+            # the entries that are not zero stored lane by lane: a quarter of tiago_dual's, where building whole
+            # rows in vectors and transposing them spent half the function
+            decl += ["double *ol[SG_W];  /* lane l's row of dT/dQ; dT/dU and M follow at nU^2 and 2 nU^2 */",
+                     f"sg_vd xq, xu, xm;"]
+            start = ["for (l = 0; l < SG_W; ++l) {",
+                     f"    ol[l] = out + (long)l * {out_l} + (u0a + r) * {nu};",
+                     f"    for (i = 0; i < u0a; ++i) ol[l][i] = ol[l][{n2} + i] = ol[l][{2 * n2} + i] = 0.0;",
+                     f"    for (i = u0a + na; i < {nu}; ++i) ol[l][i] = ol[l][{n2} + i] = ol[l][{2 * n2} + i] = 0.0;",
+                     "}"]
+        def store(xq, xu, xm):
+            if out_l is None:
+                return [f"oq[col] = {xq};", f"ou[col] = {xu};", f"om[col] = {xm};"]
+            return [f"xq = {xq};", f"xu = {xu};", f"xm = {xm};",
+                    f"for (l = 0; l < SG_W; ++l) {{ ol[l][col] = xq[l]; ol[l][{n2} + col] = xu[l]; "
+                    f"ol[l][{2 * n2} + col] = xm[l]; }}"]
+
+        loop = ["/* the other rows, one row of dT/dQ, dT/dU and M at a time: at column (k, c) of a body k below a,",
+                " * the ancestors' rule H^T dF; above a, the subtree's hI . e + hB . c; M's hI . H either way (k's hI",
+                " * below a, a's above: the same numbers); zero elsewhere */",
                 f"for (a = 0; a < {nb}; ++a) {{",
                 f"    na = {nuh}[a]; u0a = {u0}[a]; wa = ws + {blk}[a] + {F0};",
                 "    for (r = 0; r < na; ++r) {",
-                f"        oq = out + (u0a + r) * {nu}; ou = oq + {n2}; om = oq + {2 * n2};",
-                "        for (i = 0; i < u0a; ++i) oq[i] = ou[i] = om[i] = 0.0;",
-                f"        for (i = u0a + na; i < {nu}; ++i) oq[i] = ou[i] = om[i] = 0.0;",
+                *("        " + x for x in start),
                 f"        H = wa + {col('H', 'na', 'r')}; hI = wa + {col('hI', 'na', 'r')}; hB = wa + {col('hB', 'na', 'r')};",
                 "        for (t = below_start[a]; t < below_start[a + 1]; ++t) {",
                 f"            k = below[t]; nk = {nuh}[k]; wk = ws + {blk}[k] + {F0};",
                 "            for (c = 0; c < nk; ++c) {",
                 f"                col = {u0}[k] + c;",
-                f"                oq[col] = {dot}(H, wk + {col('qF', 'nk', 'c')});",
-                f"                ou[col] = {dot}(H, wk + {col('uF', 'nk', 'c')});",
-                f"                om[col] = {dot}(wk + {col('hI', 'nk', 'c')}, H);",
+                *("                " + x for x in store(f"{dot}(H, wk + {col('qF', 'nk', 'c')})",
+                                                      f"{dot}(H, wk + {col('uF', 'nk', 'c')})",
+                                                      f"{dot}(wk + {col('hI', 'nk', 'c')}, H)")),
                 "            }",
                 "        }",
                 "        for (t = above_start[a]; t < above_start[a + 1]; ++t) {",
                 f"            k = above[t]; nk = {nuh}[k]; wk = ws + {blk}[k] + {F0};",
                 "            for (c = 0; c < nk; ++c) {",
                 f"                col = {u0}[k] + c;",
-                f"                oq[col] = {dot}(hI, wk + {col('qe', 'nk', 'c')}) + {dot}(hB, wk + {col('qc', 'nk', 'c')});",
-                f"                ou[col] = {dot}(hI, wk + {col('ue', 'nk', 'c')}) + {dot}(hB, wk + {col('H', 'nk', 'c')});",
-                f"                om[col] = {dot}(hI, wk + {col('H', 'nk', 'c')});",
+                *("                " + x for x in store(
+                    f"{dot}(hI, wk + {col('qe', 'nk', 'c')}) + {dot}(hB, wk + {col('qc', 'nk', 'c')})",
+                    f"{dot}(hI, wk + {col('ue', 'nk', 'c')}) + {dot}(hB, wk + {col('H', 'nk', 'c')})",
+                    f"{dot}(hI, wk + {col('H', 'nk', 'c')})")),
                 "            }",
                 "        }",
                 "    }",
-                "}",
-                "return 0;"]
+                "}"]
+        return decl, loop
+
+    def emit_rnea_derivative_lanes(self, nq: int, hinges: dict, lane_kernel) -> dict:
+        """The lane form of :meth:`emit_rnea_derivatives` (the looped lanes): its three steps per kind printed for
+        SG_W states (:meth:`_lane_step`; the hinge kernels and their derivative kernels on lane vectors where they
+        print so), their rows at each body's own columns stored straight into each state's row of out, and the
+        same row loop on vectors of SG_W states.  Every lane computes the one-state function's operations in the
+        same order: the same bits.  Returns the pieces of ``sg_<m>_id_derivatives_lanes`` that
+        templates/helpers/lanes.c.jinja prints (``before``: the step functions, their tables and the dot
+        product, printed ahead of it in the same translation unit); full-coordinate directions (``tangent`` 0)
+        run the one-state forward mode per lane."""
+        nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
+        self._lane_kernel = lane_kernel
+        out_size = nu * (nq + 2 * nu)
+        saved = self._record, self._ws_table, self._made, getattr(self, "lane_functions", None)
+        self._record, self._ws_table, self._made, self.lane_functions = idd_workspace, "idd_ws", set(), []
+        memo = {}
+        try:
+            world = self._lane_table("idd_world", self._idd_world, "ID derivatives, base to tip in world axes: X_0b, "
+                                     "H, X0 Hd, V, A; the body's I, S, I V and f as its subtree's sums so far",
+                                     hinges, memo, rows=out_size)
+            sums = self._lane_table("idd_sums", self._idd_sums, "ID derivatives, tip to base: the subtree's sums IC, "
+                                    "SC, hC, F into the parent's; each column's hI = H^T IC and hB = H^T BC",
+                                    hinges, memo, rows=out_size)
+            dirs = self._lane_table("idd_directions", self._idd_directions, "ID derivatives: each direction of the "
+                                    "body's hinge along Q and of U, its c, e and dF, its rows at the body's own "
+                                    "columns, M's diagonal block", hinges, memo, rows=out_size)
+            tables, loop = self._idd_rows(vec="sg_vd", dot=f"sg_{nm}_dot6_l", out_l=out_size)
+            functions = self.lane_functions
+        finally:
+            self._record, self._ws_table, self._made, lane_functions = saved
+            if lane_functions is not None:
+                self.lane_functions = lane_functions
+        o = self._offsets(idd_workspace)[-1]
+        before = ["/* a . b of two 6-vectors of SG_W states */",
+                  f"SG_LANE_TARGET static sg_vd sg_{nm}_dot6_l(const sg_vd *a, const sg_vd *b)", "{",
+                  "    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];",
+                  "}", "", *functions]
+        args = "(k, q_l, u_l, p_l, ws, out, st)"
+        kinds = f"sg_{nm}_kind"
+        fallback = ["if (!tangent) {  /* full-coordinate directions: the forward mode, one state at a time */",
+                    "    for (l = 0; l < SG_W; ++l) {",
+                    f"        s = sg_{nm}_id_derivatives(q + (long)l * {nq}, u + (long)l * {nu}, "
+                    f"p + (long)l * {L.params.size}, 0, out + (long)l * {out_size});",
+                    f"        if (s) return l * {nb + 1} + s;",
+                    "    }",
+                    "    return 0;",
+                    "}",
+                    "(void)ndq; (void)c; (void)sg_vd_zero;"]
+        lines = fallback + [
+            "{",
+            f"    sg_vd ws[{max(o, 1)}];  /* the workspace (perkind.idd_workspace), SG_W states */",
+            *("    " + x for x in tables),
+            f"    for (k = 0; k < {nb}; ++k) {world}[{kinds}[k]]{args};",
+            f"    for (k = {nb - 1}; k >= 0; --k) {sums}[{kinds}[k]]{args};",
+            f"    for (k = 0; k < {nb}; ++k) {dirs}[{kinds}[k]]{args};  /* and the rows at each body's own columns */",
+            *("    " + x for x in loop),
+            "}"]
+        return {"ins": [("q", nq, nq), ("u", nu, nu), ("p", L.params.size, L.params.size)], "lines": lines,
+                "out_size": out_size, "unused": [], "before": before, "part": None,
+                "sincos": any("sg_sincos_split_lanes(" in x for x in functions)}
 
     def emit_lane_derivatives(self, nq: int) -> tuple:
         """The derivatives of inverse dynamics with the directions on lanes: ``(lines, dispatch)``.  ``lines``: for each

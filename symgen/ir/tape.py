@@ -509,7 +509,7 @@ class Tape:
                 out.append(f"const {vector} {s[1].name} = {c_expr(s[1].op, ref)};")
             elif kind in ("store", "add"):                # a scalar one lane by lane
                 tgt, value = s[1], s[2]
-                m = re.fullmatch(r"(\w+)\[(\d+)\]", tgt)
+                m = re.fullmatch(r"(\w+)\[(.+)\]", tgt)
                 op = "=" if kind == "store" else "+="
                 if m and m.group(1) in rows:
                     lane = every_lane(value) if is_scalar(value) else f"{ref(value)}[l]"
