@@ -252,3 +252,42 @@ def test_the_derivative_module_reuses_the_value_modules_parts(tmp_path, form):
                 cmd.insert(-1, "-DSG_NO_DERIVATIVES")
             pre[derivatives] = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
         assert pre[False] == pre[True], f"part {k} differs between the modules with and without the derivatives"
+
+
+def test_the_analytic_id_derivatives_compile_at_o2(tmp_path, monkeypatch):
+    """The straight-line analytic ID derivatives' parts (one state and lanes) compile at -O2 where the module takes
+    -O3: the manifest caps them (``part_opt``), package's compile options give them ``-O2`` after the module's flags
+    (the last -O wins), in the derivative module only; no part is capped at another level, and a module built with
+    part flags runs.  (Talos: the same bits and speed at -O2, in half the compile time: CHANGELOG.)"""
+    from symgen.abi.layout import DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS
+    from symgen.model import load_model
+    from symgen.pipeline.compile import build_module, module_key
+    from symgen.pipeline.package import _compile_options
+
+    model = load_model(ROOT / "examples" / "models" / "arm7.urdf")
+    manifest = sources_stage.cached_model_sources(model, "auto", True)[1]
+    capped = {DERIVATIVE_PARTS["id"], DERIVATIVE_LANE_PARTS["id"]}
+    assert {int(k): v for k, v in manifest["part_opt"].items()} == {k: 2 for k in capped}
+    for level, want in (("3", {k: ("-O2",) for k in capped}), ("2", {}), ("0", {})):
+        monkeypatch.setenv("SYMGEN_OPT", level)
+        flags, parts, part_flags = _compile_options(manifest, True)
+        assert part_flags == want and f"-O{level}" in flags and capped <= set(parts), level
+        assert _compile_options(manifest, False)[2] == {}           # the value module has no such part
+    monkeypatch.setenv("SYMGEN_OPT", "3")
+    monkeypatch.setenv("SYMGEN_CACHE_DIR", str(tmp_path / "cache"))
+    header = "/* SG_CDEF_BEGIN */\nint f(int x);\nint g(int x);\n/* SG_CDEF_END */\n"
+    body = ("#if !defined(SG_PART) || SG_PART == 0\nint f(int x) { return 2 * x; }\n#endif\n"
+            "#if !defined(SG_PART) || SG_PART == 1\nint g(int x) { return 3 * x; }\n#endif\n")
+    files = {"m.c": body, "m.h": header}
+    assert module_key("m", files, parts=[0, 1]) != module_key("m", files, parts=[0, 1], part_flags={1: ("-O2",)})
+    seen, run = [], subprocess.run
+
+    def recording(cmd, *a, **kw):
+        seen.append(list(cmd))
+        return run(cmd, *a, **kw)
+    monkeypatch.setattr(compile_stage.subprocess, "run", recording)
+    mod, _, _ = build_module("m", files, "test", parts=[0, 1], part_flags={1: ("-O2",)})
+    assert (mod.lib.f(7), mod.lib.g(7)) == (14, 21)
+    objects = {c[c.index("-o") + 1].rsplit("/", 1)[-1]: c for c in seen if "-c" in c and "-E" not in c}
+    levels = {o: [a for a in c if a.startswith("-O")] for o, c in objects.items() if ".part" in o}
+    assert levels == {"m.part0.o": ["-O3"], "m.part1.o": ["-O3", "-O2"]}, levels

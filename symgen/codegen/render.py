@@ -120,4 +120,4 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
     with progress.step("render", f"{name}.c"):
         header, source = env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec)
     size[0] = source.count("\n") - sum(size.values())
-    return header, source, sorted(size, key=lambda k: (-size[k], k)), pieces["forms"]
+    return header, source, sorted(size, key=lambda k: (-size[k], k)), pieces["forms"], pieces.get("part_opt", {})

@@ -171,30 +171,31 @@ def _clean_stale_tmp(tmp_root: Path, older_than_s: float = 3600.0) -> None:
             pass
 
 
-def module_key(base: str, files: dict, flags=None, compile_only=None, parts=None) -> str:
+def module_key(base: str, files: dict, flags=None, compile_only=None, parts=None, part_flags=None) -> str:
     """The content-hash module name :func:`build_module` gives these files with these options (``flags``: default
     :func:`opt_flags`)."""
     flags = opt_flags() if flags is None else flags
     return module_name(base, files, tuple(flags) + tuple(sorted(compile_only or ()))
-                       + tuple(f"SG_PART={k}" for k in (parts or ())))
+                       + tuple(f"SG_PART={k}" for k in (parts or ()))
+                       + tuple(f"SG_PART={k}: {' '.join(v)}" for k, v in sorted((part_flags or {}).items())))
 
 
 def build_module(base: str, files: dict, label: str, flags=None, lock_timeout: float = 600.0,
-                 compile_only=None, parts=None):
+                 compile_only=None, parts=None, part_flags=None):
     """Compile ``files`` ({name: text}; ``.c`` sources and ``.h`` headers) into a cffi module named by
     content hash and import it.  ``compile_only`` names the ``.c`` files that are translation units (the
     others are included by them); default: every ``.c``.  ``parts``: compile each of them once per
-    ``-DSG_PART=k`` (a model's long functions, templates/model.c.jinja), in parallel.
-    Returns ``(module, name, path)``."""
+    ``-DSG_PART=k`` (a model's long functions, templates/model.c.jinja), in parallel; ``part_flags``: {part:
+    flags that follow ``flags`` on its command line} (``-O2``: the last -O wins).  Returns ``(module, name, path)``."""
     flags = opt_flags() if flags is None else flags
-    name = module_key(base, files, flags, compile_only, parts)
+    name = module_key(base, files, flags, compile_only, parts, part_flags)
     with progress.step("compile", name) as step:
-        return _built_module(name, files, label, flags, lock_timeout, compile_only, parts, step)
+        return _built_module(name, files, label, flags, lock_timeout, compile_only, parts, step, part_flags)
 
 
-def _built_module(name, files, label, flags, lock_timeout, compile_only, parts, step):
+def _built_module(name, files, label, flags, lock_timeout, compile_only, parts, step, part_flags=None):
     return _cached(name, label, lock_timeout, step, lambda work, target: _compile_into(
-        work, name, files, label, flags, target, compile_only, parts))
+        work, name, files, label, flags, target, compile_only, parts, part_flags))
 
 
 def _cached(name, label, lock_timeout, step, compile_into):
@@ -303,7 +304,7 @@ def one_run_checks(flags) -> bool:
     return "-O0" in flags
 
 
-def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wrapper: Path) -> list:
+def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wrapper: Path, part_flags=None) -> list:
     """Strict-check every translation unit and compile it to an object (``-DSG_PART=k`` once per part when
     there are several), and the cffi wrapper ``wrapper``, as parallel compiler processes, one per core.
     At -O0 (:func:`one_run_checks`) one compiler run per file does both, without parts.
@@ -325,7 +326,8 @@ def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wra
     def compile_one(job):
         f, k = job
         obj = src / (f"{Path(f).stem}.o" if k is None else f"{Path(f).stem}.part{k}.o")
-        cmd = [*cc, *flags, *(STRICT_FLAGS if checked else ("-std=c99",)), "-fPIC", "-c", str(src / f), "-o",
+        own = (part_flags or {}).get(k, ()) if k is not None else ()
+        cmd = [*cc, *flags, *own, *(STRICT_FLAGS if checked else ("-std=c99",)), "-fPIC", "-c", str(src / f), "-o",
                str(obj), f"-I{src}"]
         if k is not None:
             cmd += [f"-DSG_PART={k}", *quiet]
@@ -358,7 +360,7 @@ def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wra
 
 
 def _compile_into(work: Path, name: str, files: dict, label: str, flags, target: Path, compile_only=None,
-                  parts=None) -> None:
+                  parts=None, part_flags=None) -> None:
     """The sources, the cffi wrapper (``ffi.emit_c_code``: cffi's out-of-line API mode) and the objects,
     compiled in parallel, linked into ``target`` (no setuptools: one compiler process per object)."""
     import cffi
@@ -377,7 +379,7 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
     wrapper = work / f"{name}.c"
     with contextlib.redirect_stdout(io.StringIO()):   # cffi says "generating <file>"
         ffi.emit_c_code(str(wrapper))
-    objects = _compile_objects(src, c_files, label, flags, cc, parts, wrapper)
+    objects = _compile_objects(src, c_files, label, flags, cc, parts, wrapper, part_flags)
     built = work / (name + ext_suffix())
     out = subprocess.run([*_link_command(cc), *map(str, objects), "-o", str(built)], capture_output=True, text=True)
     if out.returncode != 0:

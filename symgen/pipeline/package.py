@@ -45,12 +45,16 @@ def fastcall_module(say=lambda s: None):
 
 
 def _compile_options(manifest: dict, derivatives: bool):
-    """(flags, parts) of a model's module: without ``derivatives`` the derivative parts are left out and the
-    module is compiled with -DSG_NO_DERIVATIVES (their functions return -2: compiled on first use)."""
+    """(flags, parts, part flags) of a model's module: without ``derivatives`` the derivative parts are left out and
+    the module is compiled with -DSG_NO_DERIVATIVES (their functions return -2: compiled on first use).  A part
+    the manifest caps (``part_opt``, symgen.codegen.emit: the analytic ID derivatives, as fast at -O2 and compiled
+    in half the time) takes that level where the module's is -O3."""
     parts = manifest.get("parts")
-    if derivatives:
-        return opt_flags(), parts
-    return opt_flags() + ("-DSG_NO_DERIVATIVES",), [k for k in parts if k not in ALL_DERIVATIVE_PARTS] if parts else parts
+    flags = opt_flags()
+    if not derivatives:
+        flags, parts = flags + ("-DSG_NO_DERIVATIVES",), [k for k in parts if k not in ALL_DERIVATIVE_PARTS] if parts else parts
+    cap = {int(k): (f"-O{v}",) for k, v in (manifest.get("part_opt") or {}).items()} if "-O3" in flags else {}
+    return flags, parts, {k: v for k, v in cap.items() if k in (parts or ())}
 
 
 def module_of_sources(files: dict, manifest: dict, label: str, derivatives: bool = False):
@@ -60,16 +64,17 @@ def module_of_sources(files: dict, manifest: dict, label: str, derivatives: bool
     module with them on the first derivative call).  What :func:`build_model` and a sweep's workers
     (symgen.sweeps) run; needs neither sympy nor jinja2."""
     name = manifest["name"]
-    flags, parts = _compile_options(manifest, derivatives)
-    mod, modname, so = build_module(name, files, label, flags=flags, compile_only=[f"{name}.c"], parts=parts)
+    flags, parts, part_flags = _compile_options(manifest, derivatives)
+    mod, modname, so = build_module(name, files, label, flags=flags, compile_only=[f"{name}.c"], parts=parts,
+                                    part_flags=part_flags)
     return mod, dict(manifest, module=modname, so=so.name, derivatives=bool(derivatives)), so
 
 
 def module_name_of(files: dict, manifest: dict, derivatives: bool = False) -> str:
     """The module name :func:`module_of_sources` gives these sources (the compile cache's key)."""
     name = manifest["name"]
-    flags, parts = _compile_options(manifest, derivatives)
-    return module_key(name, files, flags=flags, compile_only=[f"{name}.c"], parts=parts)
+    flags, parts, part_flags = _compile_options(manifest, derivatives)
+    return module_key(name, files, flags=flags, compile_only=[f"{name}.c"], parts=parts, part_flags=part_flags)
 
 
 def build_model(model, out=None, progress=None, form: str = "auto", stages=None, derivatives: bool = False):

@@ -255,8 +255,8 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
                                               "damping": md.damping, "modal_mass": b.flex.modal_mass(k),
                                               "stiffness": b.flex.stiffness(k)}
     loops, loop_manifest = _loop_specs(model, files, specs)
-    header, source, parts, forms = render_model(model, layout, slugs, name, loops=loops, form=form,
-                                                derivatives=derivatives)
+    header, source, parts, forms, part_opt = render_model(model, layout, slugs, name, loops=loops, form=form,
+                                                          derivatives=derivatives)
     files[f"{name}.h"], files[f"{name}.c"] = header, source
     frames = {"newtonian": {"body": -1, "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}}
     index = {b.name: i for i, b in enumerate(model.bodies)}
@@ -275,7 +275,8 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
                             "com": list(b.com), "inertia": [list(r) for r in b.inertia], **_flex_manifest(b)}
                            for b in model.bodies],
                 "frames": frames, "hinges": hinges, "hinge_specs": specs, "modes": modes,
-                "loops": loop_manifest, "parts": parts, "forms": forms, "lane_width": lane_width(),
+                "loops": loop_manifest, "parts": parts, "part_opt": {str(k): v for k, v in part_opt.items()},
+                "forms": forms, "lane_width": lane_width(),
                 "parameters": _parameters_manifest(model, layout),
                 "warnings": list(model.warnings)}
     if model.mujoco is not None:
