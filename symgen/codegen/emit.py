@@ -826,11 +826,16 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
         part_lines[parts[k]] = len(traced[k]) + (len(lanes[k]["lines"]) if lanes[k] else 0)
         if lanes[k]:
             lanes[k].update(part=parts[k], guard="!defined(SG_NO_DERIVATIVES)")
-    # the per-kind form is only atbi_matrices' (and upsilon's) when FD, ID and M are straight-line: then it is a
-    # translation unit of its own, compiled beside part 0 (which keeps a copy of the topology tables it reads)
-    mats_part = MATS_PART if per_kind.functions and all(traced[k] for k in ("fd", "id", "mm")) else 0
+    # the per-kind form (its steps, atbi_matrices, upsilon, and the entry points that take it) is a translation
+    # unit of its own, compiled beside part 0 (which keeps a copy of the topology tables it reads): a per-kind
+    # model's part 0 was its whole file but the lanes (tiago_dual: 21 s of -O3 on one core, the other idle)
+    mats_part = MATS_PART if per_kind.functions else 0
     if mats_part:
-        part_lines[mats_part] = len(per_kind.functions)
+        for k in ("fd", "id", "mm"):
+            if not traced[k]:
+                parts[k] = MATS_PART
+        part_lines[mats_part] = len(per_kind.functions) + sum(len(x) for k, x in (("fd", fd), ("id", id_), ("mm", mm))
+                                                              if not traced[k])
     derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None, hinges=hinges,
                                name=name, kernels=lane_kernels) if derivatives and not flexible else {"fd": None, "id": None}
     derivative_per_kind = derivs.pop("per_kind", None)
