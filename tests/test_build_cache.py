@@ -255,16 +255,21 @@ def test_the_derivative_module_reuses_the_value_modules_parts(tmp_path, form):
 
 
 def test_the_analytic_id_derivatives_compile_at_o2(tmp_path, monkeypatch):
-    """The straight-line analytic ID derivatives' parts (one state and lanes) compile at -O2 where the module takes
-    -O3: the manifest caps them (``part_opt``), package's compile options give them ``-O2`` after the module's flags
-    (the last -O wins), in the derivative module only; no part is capped at another level, and a module built with
-    part flags runs.  (Talos: the same bits and speed at -O2, in half the compile time: CHANGELOG.)"""
+    """A parametric build's analytic ID derivatives (straight-line: their inertias come from p) compile at -O2 where
+    the module takes -O3 (one state and lanes): the manifest caps their parts (``part_opt``), package's compile
+    options give them ``-O2`` after the module's flags (the last -O wins), in the derivative module only; no part
+    is capped at another level, nor in a build without parameters (its recursions are looped, small); a module
+    built with part flags runs.  (Talos: the same bits and speed at -O2, in half the compile time: CHANGELOG.)"""
+    import dataclasses
+
     from symgen.abi.layout import DERIVATIVE_LANE_PARTS, DERIVATIVE_PARTS
     from symgen.model import load_model
     from symgen.pipeline.compile import build_module, module_key
     from symgen.pipeline.package import _compile_options
 
     model = load_model(ROOT / "examples" / "models" / "arm7.urdf")
+    assert sources_stage.cached_model_sources(model, "auto", True)[1]["part_opt"] == {}
+    model = dataclasses.replace(model, parameters=["link7.mass", "link3.inertia"])
     manifest = sources_stage.cached_model_sources(model, "auto", True)[1]
     capped = {DERIVATIVE_PARTS["id"], DERIVATIVE_LANE_PARTS["id"]}
     assert {int(k): v for k, v in manifest["part_opt"].items()} == {k: 2 for k in capped}

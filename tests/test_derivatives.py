@@ -211,8 +211,8 @@ def test_per_kind_analytic_inverse_dynamics_derivatives(per_kind, urdf_robots):
     looped (PerKindDerivatives.emit_rnea_derivatives; the oracles of test_per_kind_derivatives check it, FD's
     derivatives through it), and so does its lane form, bit for bit.  A regression check between two algorithms: where full coordinates are the
     tangent (arm7's PIN hinges) the forward mode's full-coordinate directions give the same derivatives to
-    1e-12 relative, with f_ext and gravity given, and so do the straight-line analytic recursions of the same
-    model."""
+    1e-12 relative, with f_ext and gravity given; the straight-line build of the same model runs the same looped
+    recursions (an identity, not an oracle: the oracles are test_per_kind_derivatives' and the Pinocchio tests)."""
     from symgen.model import load_model
     from symgen.pipeline.sources import cached_model_sources
 
@@ -238,7 +238,7 @@ def test_per_kind_analytic_inverse_dynamics_derivatives(per_kind, urdf_robots):
         for k, one in enumerate(mb.inverse_dynamics_derivatives(Q[i], U[i], X[i])):
             np.testing.assert_array_equal(batch[k][i], one, err_msg=f"{mb.name}: state {i}, block {k}")
     assert f"int sg_{mb.name}_id_derivatives_lanes(" in c
-    if mb.name == "arm7":          # the straight-line build test_derivatives' fixed robots share
+    if mb.name == "arm7":          # the straight-line build test_derivatives' fixed robots share: the same steps
         other = symgen.build(str(urdf_robots / "arm7.urdf"), derivatives=True)
         assert other.forms["inverse_dynamics"] == "straight"
         other = other.derivative_binding().derivatives("id", q, u, ud, f_ext, [0.0, 0.0, -9.81])
@@ -378,6 +378,28 @@ def test_parameter_derivatives_match_central_differences(parametric):
         ref = np.column_stack([(call(kind, th + h * e, x) - call(kind, th - h * e, x)) / (2 * h)
                                for e in np.eye(len(th))])
         assert _rel(wrt(q, u, x, wrt="params"), ref) < FD_TOL, kind
+
+
+def test_parametric_builds_straight_line_analytic_id_derivatives(parametric):
+    """A parametric build's inverse dynamics' derivatives along the tangent take the analytic recursions printed
+    straight-line (its inertias come from p; every other model's are looped): against central differences of its
+    inverse dynamics with the same edited parameters (1e-6), one state and a batch of W + 3 bit for bit."""
+    mb = parametric
+    assert mb.manifest["part_opt"], "the straight-line recursions' parts (compiled at -O2)"
+    rng = np.random.default_rng(31)
+    q, u, x = rng.normal(size=mb.nq), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+    params = {"link7.mass": 2.5, "link3.com": np.array([0.01, -0.02, 0.1])}
+    ours = mb.inverse_dynamics_derivatives(q, u, x, params=params)
+    for k, (a, ref) in enumerate(zip(ours, _central(mb, lambda q, u, a: mb.inverse_dynamics(q, u, a, params=params),
+                                                    q, u, x))):
+        assert _rel(a, ref) < FD_TOL, k
+    n = W + 3
+    Q, U, X = rng.normal(size=(n, mb.nq)), rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nu))
+    P = {k: np.repeat(np.asarray(v, dtype=float)[None], n, axis=0) for k, v in params.items()}
+    batch = mb.inverse_dynamics_derivatives(Q, U, X, params=P)
+    for i in range(n):
+        for k, one in enumerate(mb.inverse_dynamics_derivatives(Q[i], U[i], X[i], params=params)):
+            np.testing.assert_array_equal(batch[k][i], one, err_msg=f"state {i}, block {k}")
 
 
 def test_lane_batch_derivatives_are_there():

@@ -510,8 +510,10 @@ def trace_rnea_derivatives(bodies, L, layout, trace_bodies):
 
 
 def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays, trace_bodies, lane_head=None):
-    """Inverse dynamics' derivatives along the tangent by the analytic recursions
-    (:func:`symgen.algorithms.rnea_derivatives.rnea_derivatives`): ``{"lines": the body of
+    """Inverse dynamics' derivatives along the tangent by the analytic recursions printed straight-line
+    (:func:`symgen.algorithms.rnea_derivatives.rnea_derivatives`), for a parametric build (its inertias read from p;
+    every other model takes the looped steps, :meth:`symgen.codegen.perkind.PerKindDerivatives.emit_rnea_derivatives`):
+    ``{"lines": the body of
     sg_<m>_id_derivatives_tangent(q, u, p, out), "lanes": the pieces of its lane-batch form or None}``, or None
     for a model with flexible bodies or without U, or one past :data:`RNEA_DERIVATIVE_MAX_U` or
     :data:`RNEA_DERIVATIVE_MAX_LINES`.  The lane form

@@ -845,15 +845,15 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             f["part"] = DERIVATIVE_PARTS[k]                 # each a translation unit of its own
             part_lines[f["part"]] = len(f["lines"])
             if f["lanes"]:                                  # its lane-batch form too, compiled beside it
-                # (the per-kind form's in its own part: it calls the step functions there)
-                f["lanes"]["part"] = f["part"] if f.get("per_kind") else DERIVATIVE_LANE_PARTS[k]
+                # (the looped analytic recursions' lanes in the function's part: they call the step functions there)
+                f["lanes"]["part"] = f["part"] if "before" in f["lanes"] else DERIVATIVE_LANE_PARTS[k]
                 part_lines[f["lanes"]["part"]] = len(f["lanes"]["lines"])
                 lanes["sincos"] = lanes["sincos"] or f["lanes"]["sincos"]
             lanes[f"{k}_derivatives"] = f["lanes"]
     # the straight-line analytic ID derivatives compile at -O2 where the module takes -O3 (pipeline.package): the
     # same bits and speed, in half the time (Talos's lane part: 118 s against 255)
     part_opt = {p: 2 for p in (DERIVATIVE_PARTS["id"], DERIVATIVE_LANE_PARTS["id"])
-                if derivs["id"] and derivs["id"].get("tangent_lines") and not derivs["id"]["per_kind"]}
+                if derivs["id"] and derivs["id"].get("tangent_lines") and derivative_per_kind is None}
     forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
              "mass_matrix": "straight" if traced["mm"] else "per_kind"}
@@ -908,8 +908,21 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), kernel_arrays,
                              lambda T, bs: parametric_bodies(T, bs, L), lane_head)
         out[k] = f and {**f, "per_kind": False}
-    # inverse dynamics along the tangent: the analytic recursions, straight-line, one state and in lanes (the
-    # forward mode keeps the full-coordinate directions, which the step derivatives take)
+    # inverse dynamics along the tangent: the analytic recursions, one state and in lanes (the forward mode keeps the
+    # full-coordinate directions, which the step derivatives take).  Looped (their per-kind steps) wherever the
+    # per-kind form reads the bodies' inertias (not a parametric build's, which p carries): as fast as the
+    # straight-line printing or faster (arm7 0.57 against 0.59 us a state, the quadruped 2.6 against 2.9, Talos 10.6
+    # against 13.4: a few small functions in the cache instead of one long one) and compiled in seconds (Talos's
+    # straight-line recursions: 26,500 lines, minutes at -O2)
+    if out["id"] and L.nu and not L.theta_blocks and not any(b.flex for b in bodies) and hinges is not None:
+        from .perkind import PerKindDerivatives
+
+        pk = PerKindDerivatives(bodies, L, name, layout)
+        out["id"]["tangent_lines"] = pk.emit_rnea_derivatives()
+        out["id"]["lanes"] = pk.emit_rnea_derivative_lanes(sum(layout[b.name]["nq"] for b in bodies), hinges,
+                                                           _lane_kernel)
+        out["per_kind"] = pk.functions + pk.tables
+        return out
     tangent_form = out["id"] and emit_rnea_derivatives(
         name, bodies, L, layout, lambda: _HingeCalls(layout, slugs), kernel_arrays,
         lambda T, bs: parametric_bodies(T, bs, L), lane_head)
