@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
-from ..hinges.derive import NEEDS_U, Hinge
+from ..hinges.derive import NEEDS_U, NEEDS_U_DQ, Hinge
 from ..symbolic.spatial import stumpff
 from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_GLUE_PART, DERIVATIVE_LANE_PARTS,
                           DERIVATIVE_PARTS, LOOPED_LANES_PART, MATS_PART)
@@ -258,10 +258,6 @@ def emit_hinge(h: Hinge, slug: str | None = None) -> list:
 #: differentiates, with respect to Q or U)
 DERIVATIVE_KERNELS = {"transform_dq": ("transform", "q"), "coord_map_dq": ("coord_map", "q"),
                       "coord_map_dot_dq": ("coord_map_dot", "q"), "coord_map_dot_du": ("coord_map_dot", "u")}
-
-
-#: the derivative kernels that read U
-NEEDS_U_DQ = frozenset({"coord_map_dot_dq", "qdot_dq"})
 
 
 def derivative_kernels(h: Hinge) -> dict:
@@ -846,14 +842,14 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             part_lines[f["part"]] = len(f["lines"])
             if f["lanes"]:                                  # its lane-batch form too, compiled beside it
                 # (the looped analytic recursions' lanes in the function's part: they call the step functions there)
-                f["lanes"]["part"] = f["part"] if "before" in f["lanes"] else DERIVATIVE_LANE_PARTS[k]
+                f["lanes"]["part"] = f["part"] if f["lanes"].get("with_function") else DERIVATIVE_LANE_PARTS[k]
                 part_lines[f["lanes"]["part"]] = len(f["lanes"]["lines"])
                 lanes["sincos"] = lanes["sincos"] or f["lanes"]["sincos"]
             lanes[f"{k}_derivatives"] = f["lanes"]
     # the straight-line analytic ID derivatives compile at -O2 where the module takes -O3 (pipeline.package): the
     # same bits and speed, in half the time (Talos's lane part: 118 s against 255)
     part_opt = {p: 2 for p in (DERIVATIVE_PARTS["id"], DERIVATIVE_LANE_PARTS["id"])
-                if derivs["id"] and derivs["id"].get("tangent_lines") and derivative_per_kind is None}
+                if derivs["id"] and derivs["id"].get("straight_tangent")}
     forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
              "mass_matrix": "straight" if traced["mm"] else "per_kind"}
@@ -886,16 +882,28 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
     def lane_head(items, strides, size):
         return lane_kernel_head(items, bodies, L.nu, layout, slugs, strides, size, hinges, kernels)
 
-    if not straight:
-        from .perkind import PerKindDerivatives
+    from .perkind import PerKindDerivatives
 
+    nq = sum(layout[b.name]["nq"] for b in bodies)
+    # inverse dynamics along the tangent: the analytic recursions, one state and in lanes (the forward mode keeps the
+    # full-coordinate directions, which the step derivatives take).  Looped (their per-kind steps) wherever the
+    # per-kind form reads the bodies' inertias (not a parametric build's, which p carries): as fast as the
+    # straight-line printing or faster (arm7 0.57 against 0.59 us a state, the quadruped 2.6 against 2.9, Talos 10.6
+    # against 13.4: a few small functions in the cache instead of one long one) and compiled in seconds (Talos's
+    # straight-line recursions: 26,500 lines, minutes at -O2)
+    looped = bool(L.nu) and not L.theta_blocks and not any(b.flex for b in bodies) and hinges is not None
+
+    def looped_tangent(pk):
+        """(the body of sg_<m>_id_derivatives_tangent, its lane form) by the looped recursions, or (None, None)."""
+        if not looped:
+            return None, None
+        return pk.emit_rnea_derivatives(), pk.emit_rnea_derivative_lanes(nq, hinges, _lane_kernel)
+
+    if not straight:
         pk = PerKindDerivatives(bodies, L, name, layout)
-        nq = sum(layout[b.name]["nq"] for b in bodies)
         drivers = pk.emit_derivatives(nq)
         lanes, dispatch = pk.emit_lane_derivatives(nq)
-        # along the tangent: the analytic recursions' steps per kind, looped like the dynamics
-        tangent_lines = pk.emit_rnea_derivatives() if L.nu and not any(b.flex for b in bodies) else None
-        tangent_lanes = tangent_lines and hinges is not None and pk.emit_rnea_derivative_lanes(nq, hinges, _lane_kernel)
+        tangent_lines, tangent_lanes = looped_tangent(pk)
         one = ["/* the derivatives of inverse dynamics, one direction at a time */",
                f"static int sg_{name}_id_derivatives_1(const double *q, const double *u, const double *p, int tangent, "
                "double *out)", "{", *("    " + x for x in drivers["id"]), "}"]
@@ -908,27 +916,16 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), kernel_arrays,
                              lambda T, bs: parametric_bodies(T, bs, L), lane_head)
         out[k] = f and {**f, "per_kind": False}
-    # inverse dynamics along the tangent: the analytic recursions, one state and in lanes (the forward mode keeps the
-    # full-coordinate directions, which the step derivatives take).  Looped (their per-kind steps) wherever the
-    # per-kind form reads the bodies' inertias (not a parametric build's, which p carries): as fast as the
-    # straight-line printing or faster (arm7 0.57 against 0.59 us a state, the quadruped 2.6 against 2.9, Talos 10.6
-    # against 13.4: a few small functions in the cache instead of one long one) and compiled in seconds (Talos's
-    # straight-line recursions: 26,500 lines, minutes at -O2)
-    if out["id"] and L.nu and not L.theta_blocks and not any(b.flex for b in bodies) and hinges is not None:
-        from .perkind import PerKindDerivatives
-
+    if out["id"] and looped:
         pk = PerKindDerivatives(bodies, L, name, layout)
-        out["id"]["tangent_lines"] = pk.emit_rnea_derivatives()
-        out["id"]["lanes"] = pk.emit_rnea_derivative_lanes(sum(layout[b.name]["nq"] for b in bodies), hinges,
-                                                           _lane_kernel)
+        out["id"]["tangent_lines"], out["id"]["lanes"] = looped_tangent(pk)
         out["per_kind"] = pk.functions + pk.tables
         return out
-    tangent_form = out["id"] and emit_rnea_derivatives(
+    tangent_form = out["id"] and emit_rnea_derivatives(     # a parametric build's: straight-line
         name, bodies, L, layout, lambda: _HingeCalls(layout, slugs), kernel_arrays,
         lambda T, bs: parametric_bodies(T, bs, L), lane_head)
     if tangent_form:
-        out["id"]["tangent_lines"] = tangent_form["lines"]
-        out["id"]["lanes"] = tangent_form["lanes"]
+        out["id"].update(tangent_lines=tangent_form["lines"], lanes=tangent_form["lanes"], straight_tangent=True)
     return out
 
 

@@ -22,7 +22,7 @@ from functools import partial
 from ..algorithms import rnea_derivatives as rd, soa
 from ..abi.layout import ModelLayout, Record, sym_index
 from ..ir.dual import DualTape, tangent
-from ..hinges.derive import NEEDS_U
+from ..hinges.derive import NEEDS_U, NEEDS_U_DQ
 from ..ir.tape import Tape
 
 _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
@@ -54,6 +54,26 @@ def _prologue(defs, text: str, params) -> tuple:
 
 def _is_identity_R(R) -> bool:
     return all(isinstance(x, float) for x in R) and [float(x) for x in R] == _IDENTITY_R
+
+
+def _kernel_outputs(nq: int, nu: int) -> tuple:
+    """(array, kernel, size) of each hinge kernel output a per-kind step may read (a hinge with ``nq`` Q and ``nu``
+    U): the transform, the coord map and its rate, their derivative kernels, Qdot = N(Q) U's map."""
+    return (("X", "transform", 16), ("H", "coord_map", 6 * nu), ("Hd", "coord_map_dot", 6 * nu),
+            ("dqX", "transform_dq", 16 * nq), ("dqH", "coord_map_dq", 6 * nu * nq),
+            ("dqHd", "coord_map_dot_dq", 6 * nu * nq), ("duHd", "coord_map_dot_du", 6 * nu * nu),
+            ("N", "qdot_map", nq * nu))
+
+
+def _pack_rigid(I) -> list:
+    """A rigid inertia (m, h, J) as ten numbers: m, h, J's upper triangle (xx xy xz yy yz zz), the layout of the
+    workspace's composite inertias and of ``body_const``'s J."""
+    m, h, J = I
+    return [m, *h, J[0][0], J[0][1], J[0][2], J[1][1], J[1][2], J[2][2]]
+
+
+def _unpack_rigid(x) -> tuple:
+    return x[0], x[1:4], [[x[4], x[5], x[6]], [x[5], x[7], x[8]], [x[6], x[8], x[9]]]
 
 
 def body_kind(b: soa.BodyInfo, has_children: bool) -> tuple:
@@ -299,15 +319,10 @@ class PerKindForm:
 
     def _crba_tip(self, T, kind, b):
         K = self._load_K(T, kind, b, with_ab=False)
-        if kind.leaf:
-            Icc = []
-        else:
-            w = self._load(T, kind, "Ic", 10)
-            Icc = [(w[0], w[1:4], [[w[4], w[5], w[6]], [w[5], w[7], w[8]], [w[6], w[8], w[9]]])]
+        Icc = [] if kind.leaf else [_unpack_rigid(self._load(T, kind, "Ic", 10))]
         Ic, push = soa.crba_composite(T, b, K, Icc)
         if push:
-            m, h, J = push
-            self._add(T, "Ic", [m, *h, J[0][0], J[0][1], J[0][2], J[1][1], J[1][2], J[2][2]])
+            self._add(T, "Ic", _pack_rigid(push))
         if b.nu:
             F, block = soa.crba_column(T, b, K, Ic)
             nu = self.L.nu
@@ -343,10 +358,7 @@ class PerKindForm:
         fn = f"sg_{nm}_{step}_{kind.index}"
         head = []
         nq = self.L.nqh[kind.rep.k]
-        for arr, kernel, size in (("X", "transform", 16), ("H", "coord_map", 6 * b.nu),
-                                  ("Hd", "coord_map_dot", 6 * b.nu), ("dqX", "transform_dq", 16 * nq),
-                                  ("dqH", "coord_map_dq", 6 * b.nu * nq), ("dqHd", "coord_map_dot_dq", 6 * b.nu * nq),
-                                  ("duHd", "coord_map_dot_du", 6 * b.nu * b.nu), ("N", "qdot_map", nq * b.nu)):
+        for arr, kernel, size in _kernel_outputs(nq, b.nu):
             if arr in arrays:
                 head += [f"double {arr}[{size}];", f"sg_{kind.slug}_{kernel}(qh, uh, 0, {arr});"]
         text = "\n".join(head + body)
@@ -471,16 +483,14 @@ class PerKindForm:
         _lane_kernel = self._lane_kernel
         read = {}
         for text in T.live_inputs():
-            m = re.fullmatch(r"(X|H|Hd|dqH|dqHd|duHd|N)\[(\d+)\]", text)
+            m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
             if m:
                 read.setdefault(m.group(1), set()).add(int(m.group(2)))
         rep = kind.rep
         h, args = hinges.get(rep.name), self.body_layout[rep.name]["structure"]["trig_args"]
         nq, nu = self.L.nqh[rep.k], rep.nu
         decls, vector, per_lane = [], [], []
-        for arr, kernel, size in (("X", "transform", 16), ("H", "coord_map", 6 * nu), ("Hd", "coord_map_dot", 6 * nu),
-                                  ("dqH", "coord_map_dq", 6 * nu * nq), ("dqHd", "coord_map_dot_dq", 6 * nu * nq),
-                                  ("duHd", "coord_map_dot_du", 6 * nu * nu), ("N", "qdot_map", nq * nu)):
+        for arr, kernel, size in _kernel_outputs(nq, nu):
             if arr not in read:
                 continue
             live = sorted(read[arr])
@@ -511,7 +521,7 @@ class PerKindForm:
         if per_lane:
             k_size = max(n for _, n, _, _ in per_lane)
             # U only where a kernel reads it (coord_map_dot): the mass matrix's steps have no U (a null u)
-            reads_u = any(kernel in NEEDS_U or kernel.startswith("coord_map_dot") for kernel, _, _, _ in per_lane)
+            reads_u = any(kernel in NEEDS_U or kernel in NEEDS_U_DQ for kernel, _, _, _ in per_lane)
             head += ["for (l = 0; l < SG_W; ++l) {  /* the hinge's kernels one lane at a time */",
                      f"    double qr[{max(nq, 1)}], ur[{max(nu, 1)}] = {{0.0}}, k_out[{k_size}];",
                      "    int i;",
@@ -701,15 +711,6 @@ def idd_workspace(nu: int) -> Record:
     first, at the same offsets in every body's block (a child reads its parent's and adds into them)."""
     return Record(("R0", 9), ("l0", 3), ("V", 6), ("A", 6), ("IC", 10), ("SC", 9), ("hC", 6), ("F", 6),
                   *((f, 6 * nu) for f in _IDD_COLUMNS))
-
-
-def _pack_rigid(I) -> list:
-    m, h, J = I
-    return [m, *h, J[0][0], J[0][1], J[0][2], J[1][1], J[1][2], J[2][2]]
-
-
-def _unpack_rigid(x) -> tuple:
-    return x[0], x[1:4], [[x[4], x[5], x[6]], [x[5], x[7], x[8]], [x[6], x[8], x[9]]]
 
 
 def _pack_s(S) -> list:
@@ -1182,8 +1183,9 @@ class PerKindDerivatives(PerKindForm):
         same row loop on vectors of SG_W states.  Every lane computes the one-state function's operations in the
         same order: the same bits.  Returns the pieces of ``sg_<m>_id_derivatives_lanes`` that
         templates/helpers/lanes.c.jinja prints (``before``: the step functions, their tables and the dot
-        product, printed ahead of it in the same translation unit); full-coordinate directions (``tangent`` 0)
-        run the one-state forward mode per lane."""
+        product, printed ahead of it; ``with_function``: it compiles in the one-state function's translation unit,
+        where the per-kind derivatives' workspace table is); full-coordinate directions (``tangent`` 0) run the
+        one-state forward mode per lane."""
         nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
         self._lane_kernel = lane_kernel
         out_size = nu * (nq + 2 * nu)
@@ -1232,7 +1234,7 @@ class PerKindDerivatives(PerKindForm):
             *("    " + x for x in loop),
             "}"]
         return {"ins": [("q", nq, nq), ("u", nu, nu), ("p", L.params.size, L.params.size)], "lines": lines,
-                "out_size": out_size, "unused": [], "before": before, "part": None,
+                "out_size": out_size, "unused": [], "before": before, "with_function": True,
                 "sincos": any("sg_sincos_split_lanes(" in x for x in functions)}
 
     def emit_lane_derivatives(self, nq: int) -> tuple:
