@@ -54,9 +54,11 @@ def build(path, floating_base: bool = False, out=None, progress=None, **options)
 
     ``form="per_kind"`` builds the dynamics (forward and inverse dynamics, mass matrix, ATBI matrices) in the
     per-kind form (:mod:`symgen.codegen.perkind`: one C function per body kind and step, C loops over the bodies)
-    instead of the default ``"auto"``, which takes the straight-line form (every body traced into one function,
-    constants folded: fastest) for each entry point under symgen.algorithms.soa's size limits and the per-kind form above
-    them.  A model carries one form of each entry point; ``mb.forms`` says which.
+    instead of the default ``"auto"``, which takes for each entry point the form symgen.codegen.schedule's cost model
+    chooses: the straight-line form (every body traced into one function, constants folded: fastest for FD and ID)
+    under its size limits, the per-kind form above them and for the mass matrix of a large branched tree (whose
+    per-kind lanes are faster).  A model carries one form of each entry point; ``mb.forms`` says which,
+    ``mb.manifest["form_reasons"]`` why.
 
     The pipeline: symgen.model (read the file) -> symgen.pipeline.sources (C sources and manifest, cached) ->
     symgen.pipeline.compile (cffi module, cached) -> symgen.pipeline.package (load, check, install).  This function calls

@@ -640,9 +640,9 @@ def _add_model_options(p) -> None:
 
 def _add_form_option(p) -> None:
     p.add_argument("--form", choices=("auto", "per_kind"), default="auto",
-                   help="the form of the dynamics: auto (straight-line code under symgen.algorithms.soa's size limits, the "
-                        "per-kind form's C loops over the bodies above them; one form each) or per_kind (C loops "
-                        "for every model)")
+                   help="the form of the dynamics: auto (per entry point, straight-line code or the per-kind form's C "
+                        "loops over the bodies, as symgen.codegen.schedule's cost model chooses: mb.forms and "
+                        "manifest.json's form_reasons say which and why) or per_kind (C loops for every model)")
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -219,14 +219,14 @@ def test_batched_dynamics_equal_single(tree):
 
 @pytest.mark.parametrize("tree", ["hinges1"], indirect=True)  # one tree: test_per_kind_form has all of them
 def test_per_kind_form_for_large_models_equals_straight_line(tree, monkeypatch):
-    """Above symgen.algorithms.soa's size limits the dynamics take the per-kind form (symgen.codegen.perkind) instead of
-    straight-line code; both forms give the same numbers: the same equations in another order, so ID and M to 1e-12
-    relative, FD to 1e-10 (it solves with the random trees' ill-conditioned D's: 2e-12 observed)."""
-    from symgen.algorithms import soa
+    """Above symgen.codegen.schedule's size limits the dynamics take the per-kind form (symgen.codegen.perkind) instead
+    of straight-line code; both forms give the same numbers: the same equations in another order, so ID and M to
+    1e-12 relative, FD to 1e-10 (it solves with the random trees' ill-conditioned D's: 2e-12 observed)."""
+    from symgen.codegen import schedule
     from symgen.pipeline.sources import cached_model_sources
 
-    monkeypatch.setattr(soa, "STRAIGHT_LINE_LIMIT", 0)
-    monkeypatch.setattr(soa, "CRBA_UNROLL_LIMIT", 0)
+    monkeypatch.setattr(schedule, "STRAIGHT_LINE_LIMIT", 0)
+    monkeypatch.setattr(schedule, "CRBA_UNROLL_LIMIT", 0)
     model = coverage_tree(tree.tree_name)
     files, manifest = cached_model_sources(model)
     c = files[f"{manifest['name']}.c"]

@@ -147,3 +147,38 @@ def test_one_form_per_entry_point():
         assert ("sg_arm7_velocities_l0(" in c) == (form == "per_kind")
     with pytest.raises(ValueError, match="form must be one of 'auto', 'per_kind'"):
         symgen.build(str(EXAMPLES / "arm7.urdf"), form="loop")
+
+
+def test_the_cost_model_loops_the_mass_matrix_of_a_large_branched_tree():
+    """symgen.codegen.schedule: the floating humanoid (a branched tree whose M walks 155 steps, past
+    CRBA_LOOPED_FROM) takes the looped M, whose lanes measured faster than its unrolled one-state M, and keeps
+    straight-line FD and ID; arm7 (a chain: M with unrolled lanes) and the quadruped (24 steps) stay straight-line;
+    a parametric build (its inertias from p) keeps the unrolled M whatever its walk.  The reasons are in the
+    manifest and the C.  The looped M itself is checked against Pinocchio's crba (test_dynamics'
+    test_dynamics_match_pinocchio builds this humanoid) and against the straight-line M above."""
+    from symgen.codegen import schedule
+    from symgen.codegen.emit import body_infos
+    from symgen.model import load_model
+    from symgen.pipeline.sources import _hinge_layout, cached_model_sources
+
+    def bodies(model):
+        _, slugs, layout, _, _ = _hinge_layout(model)
+        return body_infos(model, layout, slugs, {b.name: i for i, b in enumerate(model.bodies)})
+
+    humanoid = load_model(str(EXAMPLES / "humanoid.urdf"), floating_base=True)
+    hb = bodies(humanoid)
+    assert schedule.branched(hb) and schedule.crba_steps(hb) >= schedule.CRBA_LOOPED_FROM
+    plan = schedule.choose(hb, 5000)
+    assert (plan["fd"], plan["id"], plan["mm"]) == ("straight", "straight", "per_kind")
+    assert "branched" in plan["why"]["mm"]
+    assert schedule.choose(hb, 5000, pinned=True)["mm"] == "straight"
+    assert schedule.choose(hb, schedule.STRAIGHT_LINE_LIMIT + 1)["fd"] == "per_kind"
+    for name, floating in (("arm7.urdf", False), ("quadruped.urdf", True)):
+        b = bodies(load_model(str(EXAMPLES / name), floating_base=floating))
+        assert schedule.choose(b, 1000)["mm"] == "straight", name
+
+    files, manifest = cached_model_sources(humanoid)
+    assert manifest["forms"] == {**STRAIGHT, "mass_matrix": "per_kind"}
+    assert "looped lanes are faster" in manifest["form_reasons"]["mass_matrix"]
+    assert "/* composite-body mass matrix, nU x nU (per_kind: a branched tree's M" in files["humanoid.c"]
+    assert symgen.build(str(EXAMPLES / "humanoid.urdf"), floating_base=True).forms == manifest["forms"]

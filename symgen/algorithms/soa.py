@@ -31,17 +31,13 @@ from dataclasses import dataclass
 
 from ..ir.tape import Tape, Val
 
-#: the forms a build can ask for (``symgen.build(..., form=)``): "auto" takes, per entry point, the
-#: straight-line form under the size limits below and the per-kind form above them; "per_kind" takes it for all
+#: the forms a build can ask for (``symgen.build(..., form=)``): "auto" takes, per entry point, the form
+#: symgen.codegen.schedule's cost model chooses; "per_kind" takes the per-kind (looped) form for all
 FORMS = ("auto", "per_kind")
 
-# Size limits that choose between the forms.  Their effect on build time and speed is measured by
-# benchmarks/scaling.py (build time against model size) and benchmarks/vs_pinocchio.py (speed).
-#: above this many ancestor-walk steps (sum over columns of the depth) the mass matrix walk is a C loop
-CRBA_UNROLL_LIMIT = 1200
-#: above this many lines of straight-line forward dynamics (about 55 PIN bodies), forward and inverse
-#: dynamics take the per-kind form (a C compiler's time grows faster than a function's length)
-STRAIGHT_LINE_LIMIT = 10000
+# Size limits of the printing (the choice between the forms is symgen.codegen.schedule's).  Their effect on build
+# time and speed is measured by benchmarks/scaling.py (build time against model size) and
+# benchmarks/vs_pinocchio.py (speed).
 #: from this many lines a straight-line function is compiled as a translation unit of its own, in parallel
 #: with the rest of the model (symgen.build; a C program still compiles the model's one .c file)
 SPLIT_MIN_LINES = 800
@@ -828,14 +824,6 @@ def atbi_derivatives(T, bodies, n_u: int, io, groups):
 
 
 # ---- composite-body mass matrix -----------------------------------------------------------------------
-
-def crba_steps(bodies) -> int:
-    """Ancestor-walk steps of the composite-body mass matrix (columns x depth)."""
-    depth = [0] * len(bodies)
-    for b in bodies:
-        depth[b.k] = 0 if b.root else depth[b.parent] + 1
-    return sum(b.nu * depth[b.k] for b in bodies)
-
 
 def rigid_parts(M):
     """(m, h, J) of a rigid-body spatial inertia M = [[J, h~], [-h~, m 1]] about the body origin (h = m c)."""

@@ -740,12 +740,12 @@ def _flex_info(b, L):
 
 def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", derivatives=False, hinges=None) -> dict:
     """The dynamics kernels' bodies, one form per entry point, both from :mod:`symgen.algorithms.soa`'s steps: with
-    ``form="auto"`` FD and ID are straight-line up to ``soa.STRAIGHT_LINE_LIMIT`` and M up to
-    ``soa.CRBA_UNROLL_LIMIT``, the per-kind form (:mod:`symgen.codegen.perkind`) above them; ``form="per_kind"``
+    ``form="auto"`` each entry point takes the form :func:`symgen.codegen.schedule.choose` (the cost model)
+    chooses, straight-line or the per-kind form (:mod:`symgen.codegen.perkind`); ``form="per_kind"``
     takes the per-kind form for all three (what tests compare the straight-line form with).  ``atbi_matrices``
     (introspection: the factorization's matrices at every body) always takes the per-kind form, which compiles
     in a fraction of the straight-line form's time (FD's tip-to-base steps, FD's own when FD takes that form
-    too).  ``forms`` says which entry point took which."""
+    too).  ``forms`` says which entry point took which, ``form_reasons`` why."""
     from ..algorithms import soa
     from .perkind import PerKindForm
 
@@ -760,7 +760,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
         raise ModelError(f"{model.source or model.name}: flexible bodies ({', '.join(flexible)}) have the "
                          "straight-line dynamics only, and " +
                          ("this build asks for the per-kind form (form='per_kind')" if form != "auto" else
-                          "this model is past symgen.algorithms.soa's size limits"))
+                          "this model is past symgen.codegen.schedule's size limits"))
     # a flexible model's derivative module holds the centroidal functions only (its derivative functions are not
     # generated yet: the verbs say so, MultibodyModel._tree_only)
     if L.theta_blocks and not (traced["fd"] and traced["mm"]):
@@ -768,7 +768,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
 
         raise ModelError(f"{model.source or model.name}: parametric builds need the straight-line dynamics, and "
                          + ("this build asks for the per-kind form (form='per_kind')" if form != "auto" else
-                            "this model is past symgen.algorithms.soa's size limits") + "; build it without parameters=")
+                            "this model is past symgen.codegen.schedule's size limits") + "; build it without parameters=")
     lane_kernels = {}            # the hinge kernels on lane vectors, printed once for every lane function
     lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"], hinges=hinges, kernels=lane_kernels)
     per_kind = PerKindForm(bodies, L, name)
@@ -853,7 +853,9 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     forms = {"forward_dynamics": "straight" if traced["fd"] else "per_kind",
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
              "mass_matrix": "straight" if traced["mm"] else "per_kind"}
-    return {"parts": parts, "part_lines": part_lines, "part_opt": part_opt, "forms": forms, "lanes": lanes, "derivs": derivs,
+    form_reasons = dict(zip(forms, (traced["why"][k] for k in ("fd", "id", "mm"))))
+    return {"parts": parts, "part_lines": part_lines, "part_opt": part_opt, "forms": forms,
+            "form_reasons": form_reasons, "lanes": lanes, "derivs": derivs,
             "derivs_asked": bool(derivatives), "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
@@ -1047,12 +1049,16 @@ def parametric_bodies(T, bodies, L) -> list:
 
 def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
     """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.algorithms.soa`);
-    None for those that take the per-kind form: all with ``straight=False``, else those over symgen.algorithms.soa's size
-    limits (FD and ID together by FD's length, M by its walk).  ``tapes``: the traced tape of each straight-line
-    one (None where it has none), which the lane form prints a second way."""
+    None for those that take the per-kind form: all with ``straight=False``, else those symgen.codegen.schedule's
+    cost model loops (FD and ID together by FD's length, M by its walk).  ``tapes``: the traced tape of each
+    straight-line one (None where it has none), which the lane form prints a second way; ``why``: the cost model's
+    reason for each entry point's form."""
     from functools import partial
 
     from ..algorithms import soa
+    from . import schedule
+
+    pinned = bool(L.theta_blocks) or any(b.flex for b in bodies)
 
     none = {"fd": None, "id": None, "mm": None}
     io = soa.ArrayIO(L)
@@ -1068,14 +1074,16 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
     # the centroidal functions are O(n) in every model (no ancestor walk): straight-line whatever the size
     centroidal = {"cm": trace("cm", soa.centroidal_momentum_matrix), "cd": trace("cd", soa.centroidal_dynamics)}
     if not straight:
-        return {**none, **centroidal, "tapes": {**tapes, **none}}
+        why = {k: "form='per_kind'" for k in ("fd", "id", "mm")}
+        return {**none, **centroidal, "tapes": {**tapes, **none}, "why": why}
     fd = trace("fd", soa.atbi)
-    short = len(fd) <= soa.STRAIGHT_LINE_LIMIT
-    if not short:
+    plan = schedule.choose(bodies, len(fd), pinned=pinned)
+    if plan["fd"] != schedule.UNROLLED:
         tapes["fd"] = None
-    unroll_crba = soa.crba_steps(bodies) <= soa.CRBA_UNROLL_LIMIT
-    return {"fd": fd if short else None, "id": trace("id", soa.rnea) if short else None,
-            "mm": trace("mm", soa.crba) if unroll_crba else None, **centroidal, "tapes": tapes}
+    unrolled = {k: plan[k] == schedule.UNROLLED for k in ("fd", "id", "mm")}
+    return {"fd": fd if unrolled["fd"] else None, "id": trace("id", soa.rnea) if unrolled["id"] else None,
+            "mm": trace("mm", soa.crba) if unrolled["mm"] else None, **centroidal, "tapes": tapes,
+            "why": plan["why"]}
 
 
 def traced_programs(model, layout: dict, slugs: dict) -> dict:
@@ -1148,7 +1156,7 @@ def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
 # --------------------------------------------------------------------------------------------------
 
 #: straight-line functions longer than this get no lane form (their batches stay one state at a time).  The
-#: straight-line limit itself (soa.STRAIGHT_LINE_LIMIT): every straight-line FD, ID and M gets its lane form.  It
+#: straight-line limit itself (schedule.STRAIGHT_LINE_LIMIT): every straight-line FD, ID and M gets its lane form.  It
 #: was 6,000, which left Talos (38 DOF, floating) without lanes: its batched FD went from 4.2 to 1.1 µs per state
 #: with them, its cold build from 16.7 to 20.2 s (both measured beside other work)
 LANE_MAX_LINES = 10000

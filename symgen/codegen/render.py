@@ -100,9 +100,10 @@ def render_hinge(h, slug: str | None = None, kernels: list | None = None, templa
 
 def render_model(model, layout: dict, slugs: dict, name: str, template_path: Path | None = None, loops=(),
                  form: str = "auto", derivatives: bool = False):
-    """(header text, source text, parts, forms) of a model's translation unit; ``parts``: the ``SG_PART``
-    values that symgen's build compiles it with, in parallel, longest first (``[0]``: one unit); ``forms``: which form each
-    dynamics entry point takes (``form``: see :func:`symgen.codegen.emit.emit_model`)."""
+    """(header text, source text, parts, forms, part_opt, form reasons) of a model's translation unit; ``parts``: the
+    ``SG_PART`` values that symgen's build compiles it with, in parallel, longest first (``[0]``: one unit); ``forms``:
+    which form each dynamics entry point takes (``form``: see :func:`symgen.codegen.emit.emit_model`), form reasons:
+    why (symgen.codegen.schedule); ``part_opt``: the parts compiled at a lower optimization level."""
     import sympy
 
     from .. import __version__
@@ -120,4 +121,5 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
     with progress.step("render", f"{name}.c"):
         header, source = env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec)
     size[0] = source.count("\n") - sum(size.values())
-    return header, source, sorted(size, key=lambda k: (-size[k], k)), pieces["forms"], pieces.get("part_opt", {})
+    return (header, source, sorted(size, key=lambda k: (-size[k], k)), pieces["forms"], pieces.get("part_opt", {}),
+            pieces["form_reasons"])

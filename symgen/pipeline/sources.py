@@ -229,8 +229,9 @@ def _hinge_layout(model):
 
 def model_sources(model, form: str = "auto", derivatives: bool = False):
     """(files, manifest) of a model: its translation unit plus the kernels of every hinge spec it uses.
-    ``form``: ``"auto"`` (each dynamics entry point straight-line under symgen.algorithms.soa's size limits, the
-    per-kind form above them) or ``"per_kind"`` (the per-kind form for all); ``manifest["forms"]`` says which.
+    ``form``: ``"auto"`` (each dynamics entry point in the form symgen.codegen.schedule's cost model chooses:
+    straight-line or per-kind) or ``"per_kind"`` (the per-kind form for all); ``manifest["forms"]`` says which,
+    ``manifest["form_reasons"]`` why.
     ``derivatives``: the translation unit also holds the derivative functions (symgen.codegen.derivatives)."""
     from ..codegen.lanes import lane_width
     from ..codegen.render import render_model
@@ -255,7 +256,7 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
                                               "damping": md.damping, "modal_mass": b.flex.modal_mass(k),
                                               "stiffness": b.flex.stiffness(k)}
     loops, loop_manifest = _loop_specs(model, files, specs)
-    header, source, parts, forms, part_opt = render_model(model, layout, slugs, name, loops=loops, form=form,
+    header, source, parts, forms, part_opt, form_reasons = render_model(model, layout, slugs, name, loops=loops, form=form,
                                                           derivatives=derivatives)
     files[f"{name}.h"], files[f"{name}.c"] = header, source
     frames = {"newtonian": {"body": -1, "R": np.eye(3).tolist(), "p": [0.0, 0.0, 0.0]}}
@@ -276,7 +277,7 @@ def model_sources(model, form: str = "auto", derivatives: bool = False):
                            for b in model.bodies],
                 "frames": frames, "hinges": hinges, "hinge_specs": specs, "modes": modes,
                 "loops": loop_manifest, "parts": parts, "part_opt": {str(k): v for k, v in part_opt.items()},
-                "forms": forms, "lane_width": lane_width(),
+                "forms": forms, "form_reasons": form_reasons, "lane_width": lane_width(),
                 "parameters": _parameters_manifest(model, layout),
                 "warnings": list(model.warnings)}
     if model.mujoco is not None:
@@ -358,13 +359,14 @@ def cached_model_sources(model, form: str = "auto", derivatives: bool = False):
     import dataclasses
 
     from ..algorithms import soa
+    from ..codegen import schedule
     from ..codegen.lanes import lane_width
     from ..hinges import bind
 
     specs = [bind(b.hinge_type, **b.hinge_kwargs()).key() for b in model.bodies]
     specs += [bind(lc.hinge_type, **lc.hinge_kwargs()).key() for lc in model.loops]
     text = json.dumps([dataclasses.asdict(model), specs], sort_keys=True, default=str)
-    limits = (f"|{soa.CRBA_UNROLL_LIMIT}|{soa.STRAIGHT_LINE_LIMIT}"  # form choices
+    limits = (f"|{schedule.CRBA_UNROLL_LIMIT}|{schedule.CRBA_LOOPED_FROM}|{schedule.STRAIGHT_LINE_LIMIT}"  # forms
               f"|{soa.SPLIT_MIN_LINES}|{soa.LANE_SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}"
               f"|W{lane_width()}")                                   # the lane width printed into the C
     key = hashlib.sha256((text + _package_fingerprint() + limits + f"|{form}|{derivatives}").encode()).hexdigest()[:24]
