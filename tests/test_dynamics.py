@@ -542,3 +542,104 @@ def test_atbi_filter_vectors_on_random_trees(tree):
         assert_close(fv["z"], fv["zplus"] - m["G"] @ fv["eps"], 1e-10, f"{body}: z = z+ - G eps")
         assert_close(fv["eps"], T[su] - m["H"].T @ fv["z"], 1e-10, f"{body}: eps = T - H^T z")
         assert_close(fv["nu"], m["Dinv"] @ fv["eps"], 1e-10, f"{body}: nu = D^-1 eps")
+
+
+# ------------------------------------------------------------------------------------------------
+# static subtrees fused into their moving ancestor (symgen.algorithms.soa.fuse_static)
+# ------------------------------------------------------------------------------------------------
+
+_STATIC_URDF = """<robot name="fused">
+  <link name="base"><inertial><origin xyz="0.01 0.02 -0.03" rpy="0.1 0.2 0.3"/><mass value="3.0"/>
+    <inertia ixx="0.11" ixy="0.01" ixz="0.02" iyy="0.12" iyz="0.01" izz="0.13"/></inertial></link>
+  <link name="imu"><inertial><origin xyz="0.05 0 0.02"/><mass value="0.2"/>
+    <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.003"/></inertial></link>
+  <link name="link1"><inertial><origin xyz="0 0.1 0.2" rpy="0.3 0 0.1"/><mass value="1.5"/>
+    <inertia ixx="0.05" ixy="0.002" ixz="0" iyy="0.04" iyz="0.001" izz="0.03"/></inertial></link>
+  <link name="sensor"><inertial><origin xyz="0.02 0.01 0.03"/><mass value="0.4"/>
+    <inertia ixx="0.004" ixy="0.0005" ixz="0" iyy="0.005" iyz="0" izz="0.006"/></inertial></link>
+  <link name="sensor_tip"><inertial><origin xyz="0 0 0.05" rpy="0 0.4 0"/><mass value="0.3"/>
+    <inertia ixx="0.002" ixy="0" ixz="0.0003" iyy="0.003" iyz="0" izz="0.001"/></inertial></link>
+  <link name="link2"><inertial><origin xyz="0.1 0 0.1"/><mass value="1.0"/>
+    <inertia ixx="0.02" ixy="0" ixz="0.001" iyy="0.03" iyz="0" izz="0.02"/></inertial></link>
+  <link name="tool"><inertial><origin xyz="0 0.03 0.01"/><mass value="0.5"/>
+    <inertia ixx="0.003" ixy="0" ixz="0" iyy="0.002" iyz="0.0002" izz="0.004"/></inertial></link>
+  <joint name="imu_joint" type="fixed"><parent link="base"/><child link="imu"/>
+    <origin xyz="0.1 -0.05 0.2" rpy="0.2 -0.1 0.5"/></joint>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="link1"/><origin xyz="0 0 0.3" rpy="0 0.2 0"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+  <joint name="sensor_joint" type="fixed"><parent link="link1"/><child link="sensor"/>
+    <origin xyz="0.05 0.1 0.25" rpy="0.3 0.1 -0.2"/></joint>
+  <joint name="sensor_tip_joint" type="fixed"><parent link="sensor"/><child link="sensor_tip"/>
+    <origin xyz="0 0.02 0.07" rpy="-0.4 0 0.3"/></joint>
+  <joint name="j2" type="revolute"><parent link="link1"/><child link="link2"/><origin xyz="0 0 0.4" rpy="0.1 0 0"/>
+    <axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+  <joint name="tool_joint" type="fixed"><parent link="link2"/><child link="tool"/>
+    <origin xyz="0.2 0 0.1" rpy="0 0 0.7"/></joint>
+</robot>
+"""
+
+
+@pytest.fixture(scope="module")
+def fused_robot(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fused") / "fused.urdf"
+    path.write_text(_STATIC_URDF)
+    return path, symgen.build(str(path), floating_base=True)
+
+
+def test_static_subtrees_are_fused_out_of_the_dynamics(fused_robot):
+    """The tree FD, ID and M run over has the static bodies (fixed joints: a leaf on the base, a chain of two on
+    link1, a tool on link2) fused into their moving ancestors: three bodies of seven, each host's rigid inertia
+    the sum of its own and the moved static ones' (the total mass kept)."""
+    from symgen.algorithms import soa
+    from symgen.codegen.emit import body_infos
+    from symgen.model import load_model
+    from symgen.pipeline.sources import _hinge_layout, cached_model_sources
+
+    path, mb = fused_robot
+    model = load_model(str(path), floating_base=True)
+    _, slugs, layout, _, _ = _hinge_layout(model)
+    bodies = body_infos(model, layout, slugs, {b.name: i for i, b in enumerate(model.bodies)})
+    fused, adds = soa.fuse_static(bodies)
+    assert [b.name for b in fused] == ["base", "link1", "link2"]
+    index = {b.name: b.k for b in bodies}
+    assert [b.parent for b in fused] == [-1, 0, 1] and [b.tag for b in fused] == [str(index[b.name]) for b in fused]
+    names = {j: sorted(bodies[k].name for k, _, _ in a) for j, a in adds.items()}
+    assert names == {0: ["imu"], 1: ["sensor", "sensor_tip"], 2: ["tool"]}
+    assert abs(sum(b.M[3][3] for b in fused) - sum(b.M[3][3] for b in bodies)) < 1e-14
+    files, manifest = cached_model_sources(model)
+    fd = files["fused.c"].split("int sg_fused_forward_dynamics(")[1].split("\n}\n")[0]
+    import re
+
+    for b in bodies:      # the spatial velocities FD computes: the hosts' only
+        assert bool(re.search(rf"\bV{b.k}_\d", fd)) == (b.name in ("base", "link1", "link2")), b.name
+    assert mb.forms["forward_dynamics"] == "straight"
+
+
+def test_fused_dynamics_match_pinocchio_and_external_forces_on_static_bodies(fused_robot):
+    """FD, ID and M of the fused tree against Pinocchio (which merges fixed joints itself) to 1e-9, and an
+    external wrench on every body, the static ones included, against the kinematics' Jacobians (code the fusing
+    does not touch): ID(q, u, udot, f) = ID(q, u, udot, 0) - sum_k J_k^T f_k, and FD solves M Udot = T - C(f)
+    (1e-10 relative); the per-kind form (every body kept) agrees to 1e-12."""
+    pin = pytest.importorskip("pinocchio")
+    from pin_maps import compare_with_pinocchio
+
+    path, mb = fused_robot
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    pm.gravity.linear[:] = mb.gravity
+    err = compare_with_pinocchio(mb, pm, True, np.random.default_rng(5), n_states=4, frames=False)
+    assert max(err.values()) < 1e-9, err
+    per_kind = symgen.build(str(path), floating_base=True, form="per_kind")
+    rng = np.random.default_rng(21)
+    for _ in range(4):
+        q = mb.sanitize(rng.uniform(-2, 2, mb.nq))
+        u, udot, T = rng.normal(size=mb.nu), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+        f = rng.normal(size=(mb.nb, 6))
+        gen = sum(mb.jacobian(q, name).T @ f[k] for k, name in enumerate(mb.body_names))
+        assert_close(mb.inverse_dynamics(q, u, udot, f_ext=f), mb.inverse_dynamics(q, u, udot) - gen, 1e-10,
+                     "ID with f_ext on every body")
+        C = mb.inverse_dynamics(q, u, np.zeros(mb.nu), f_ext=f)
+        assert_close(mb.forward_dynamics(q, u, T, f_ext=f), np.linalg.solve(mb.mass_matrix(q), T - C), 1e-10,
+                     "FD with f_ext on every body")
+        for verb, args in (("forward_dynamics", (q, u, T)), ("inverse_dynamics", (q, u, udot))):
+            assert_close(getattr(mb, verb)(*args, f_ext=f), getattr(per_kind, verb)(*args, f_ext=f), 1e-12, verb)
+        assert_close(mb.mass_matrix(q), per_kind.mass_matrix(q), 1e-12, "M")

@@ -778,6 +778,82 @@ def newton_euler(T, bodies, kin, udot, io, world=None) -> list:
     return out
 
 
+# ---- the dynamics' tree: static subtrees fused into their moving ancestor --------------------------------
+
+def _static(b: BodyInfo) -> bool:
+    """A body that moves rigidly with its parent: no U, a constant hinge transform, a constant rigid inertia."""
+    return (not b.root and b.nu == 0 and b.flex is None and all(isinstance(x, float) for x in b.X_const)
+            and all(isinstance(x, float) for row in b.M for x in row))
+
+
+def fuse_static(bodies):
+    """The tree that forward dynamics, inverse dynamics and the mass matrix run over: every subtree of static
+    bodies (:func:`_static`: a locked hinge, as a URDF fixed joint reads; a sensor frame, a sole, a gripper's
+    fixed parts) fused into the nearest ancestor that moves, as Pinocchio merges fixed joints and MuJoCo's
+    ``fusestatic`` does.  The host's rigid inertia gains each one's, moved into it (:func:`rigid_phi`: constants,
+    folded at build time);
+    the gyroscopic and Coriolis terms, the composites and the external forces are the same equations over
+    fewer bodies (the spatial cross products are frame-invariant, and a static body's velocity and acceleration
+    are its host's, moved).  Returns ``(fused, adds)``: the host bodies renumbered parent before child (``k``,
+    ``parent``), each keeping its name, ``tag`` and ``status`` (the C names and error codes of the full tree),
+    and per fused index the ``(k, R, l)`` of every static body it took, with its pose in the host, whose f_ext
+    it adds (:class:`FusedIO`).  Bodies whose subtree moves stay (their children's joints are not constant)."""
+    import dataclasses
+
+    moving = [False] * len(bodies)             # the body or a descendant moves (or is not static)
+    for b in reversed(bodies):
+        if not _static(b):
+            moving[b.k] = True
+        if moving[b.k] and not b.root:
+            moving[b.parent] = True
+    if all(moving):
+        return list(bodies), {}
+    from ..ir.tape import Tape
+
+    T0 = Tape()                                  # constants only: every operation folds to a float
+    host, pose = {}, {}                          # a fused body's host (original index), its pose there
+    index, fused, adds = {}, [], {}
+    for b in bodies:
+        if not moving[b.k]:
+            R, l, _, _ = joint(T0, b)
+            h = host.get(b.parent, b.parent)
+            if b.parent in host:
+                R, l = compose(T0, *pose[b.parent], R, l)
+            host[b.k], pose[b.k] = h, (R, l)
+            j = index[h]
+            m, hj, J = rigid_parts(fused[j].M)          # the host's rigid inertia gains the body's, moved (rigid)
+            mb, hb, Jb = rigid_parts(b.M)
+            hb, Jb = rigid_phi(T0, R, l, mb, hb, Jb)
+            assert all(isinstance(x, float) for x in [m, *hj, *hb]), "a host with a runtime inertia"
+            M = rigid_inertia(m + mb, [x + y for x, y in zip(hj, hb)],
+                              [[x + y for x, y in zip(r0, r1)] for r0, r1 in zip(J, Jb)])
+            fused[j] = dataclasses.replace(fused[j], M=M)
+            adds.setdefault(j, []).append((b.k, R, l))
+            continue
+        index[b.k] = len(fused)
+        fused.append(dataclasses.replace(b, k=len(fused), parent=-1 if b.root else index[b.parent],
+                                         tag=b.tag, status=b.status))
+    return fused, adds
+
+
+class FusedIO:
+    """An io (:class:`ArrayIO`, or another with its methods) for the fused tree of :func:`fuse_static`: body k of
+    the fused tree reads the external force of its original body plus, moved into it, each static body's it
+    took: ``f_k + sum phi(R, l) f_j``.  Everything else is the wrapped io's."""
+
+    def __init__(self, io, fused, adds):
+        self.io, self.orig, self.adds = io, [int(b.tag) for b in fused], adds
+
+    def __getattr__(self, name):
+        return getattr(self.io, name)
+
+    def f_ext(self, T, k):
+        f = self.io.f_ext(T, self.orig[k])
+        for j, R, l in self.adds.get(k, ()):
+            f = [T.add(a, b) for a, b in zip(f, phi(T, R, l, self.io.f_ext(T, j)))]
+        return f
+
+
 def n_of(bodies) -> int:
     """nU of the bodies (their modes included)."""
     return max([b.u0 + b.nu for b in bodies] + [b.flex.u0 + b.flex.n for b in bodies if b.flex] + [0])

@@ -770,7 +770,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                          + ("this build asks for the per-kind form (form='per_kind')" if form != "auto" else
                             "this model is past symgen.codegen.schedule's size limits") + "; build it without parameters=")
     lane_kernels = {}            # the hinge kernels on lane vectors, printed once for every lane function
-    lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"], hinges=hinges, kernels=lane_kernels)
+    lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"], hinges=hinges, kernels=lane_kernels,
+                       dyn_bodies=traced["dyn_bodies"])
     per_kind = PerKindForm(bodies, L, name)
     drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
                             + (() if flexible else ("mats", "upsilon")))
@@ -1063,10 +1064,14 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
     none = {"fd": None, "id": None, "mm": None}
     io = soa.ArrayIO(L)
     tapes = dict(none)
+    # FD, ID and M run over the tree with its static subtrees fused into their moving ancestors (soa.fuse_static);
+    # a parametric build's inertias come from p, so it keeps every body
+    dyn, adds = (list(bodies), {}) if pinned else soa.fuse_static(bodies)
+    dyn_io = soa.FusedIO(io, dyn, adds) if adds else io
 
-    def trace(key, fn):
-        run, kept = partial(fn, io=io), []
-        lines = _trace_function(lambda T, bodies, n_u: run(T, parametric_bodies(T, bodies, L), n_u), bodies, L.nu,
+    def trace(key, fn, over=bodies, with_io=io):
+        run, kept = partial(fn, io=with_io), []
+        lines = _trace_function(lambda T, bs, n_u: run(T, parametric_bodies(T, bs, L), n_u), over, L.nu,
                                 _HingeCalls(layout, slugs), kept)
         tapes[key] = kept[0]
         return lines
@@ -1075,15 +1080,15 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
     centroidal = {"cm": trace("cm", soa.centroidal_momentum_matrix), "cd": trace("cd", soa.centroidal_dynamics)}
     if not straight:
         why = {k: "form='per_kind'" for k in ("fd", "id", "mm")}
-        return {**none, **centroidal, "tapes": {**tapes, **none}, "why": why}
-    fd = trace("fd", soa.atbi)
-    plan = schedule.choose(bodies, len(fd), pinned=pinned)
+        return {**none, **centroidal, "tapes": {**tapes, **none}, "why": why, "dyn_bodies": bodies}
+    fd = trace("fd", soa.atbi, dyn, dyn_io)
+    plan = schedule.choose(dyn, len(fd), pinned=pinned)
     if plan["fd"] != schedule.UNROLLED:
         tapes["fd"] = None
     unrolled = {k: plan[k] == schedule.UNROLLED for k in ("fd", "id", "mm")}
-    return {"fd": fd if unrolled["fd"] else None, "id": trace("id", soa.rnea) if unrolled["id"] else None,
-            "mm": trace("mm", soa.crba) if unrolled["mm"] else None, **centroidal, "tapes": tapes,
-            "why": plan["why"]}
+    return {"fd": fd if unrolled["fd"] else None, "id": trace("id", soa.rnea, dyn, dyn_io) if unrolled["id"] else None,
+            "mm": trace("mm", soa.crba, dyn, dyn_io) if unrolled["mm"] else None, **centroidal, "tapes": tapes,
+            "why": plan["why"], "dyn_bodies": dyn}
 
 
 def traced_programs(model, layout: dict, slugs: dict) -> dict:
@@ -1119,8 +1124,8 @@ def kernel_arrays(T, bodies) -> list:
         if m:
             read.setdefault(m.group(1), []).append(int(m.group(2)))
     return [(b, arr, kernel, size, sorted(read[arr])) for b in bodies
-            for arr, kernel, size in ((f"X{b.k}", "transform", 16), (f"H{b.k}", "coord_map", 6 * b.nu),
-                                      (f"Hd{b.k}", "coord_map_dot", 6 * b.nu)) if arr in read]
+            for arr, kernel, size in ((f"X{b.tag}", "transform", 16), (f"H{b.tag}", "coord_map", 6 * b.nu),
+                                      (f"Hd{b.tag}", "coord_map_dot", 6 * b.nu)) if arr in read]
 
 
 def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
@@ -1313,7 +1318,8 @@ def _lane_args(m) -> str:
     return f"(q_r + {m.group(1)}, u_r + {m.group(2)}, " + ("sc_r +" if m.group(3) == "sc +" else "0")
 
 
-def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, hinges=None, kernels=None) -> dict:
+def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, hinges=None, kernels=None,
+               dyn_bodies=None) -> dict:
     """The lane form of forward dynamics, inverse dynamics and the mass matrix (``sg_<name>_<kind>_lanes``,
     templates/helpers/lanes.c.jinja): each straight-line function of :func:`_traced_dynamics` (``tapes``) printed
     a second way by :meth:`symgen.ir.tape.Tape.lane_lines`, SG_W states per call.  A kind is left out (its batch
@@ -1323,15 +1329,18 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, 
     0.44 against 0.35 µs per state, floating humanoid 1.8 against 1.4; arm7, a chain, 0.05 against 0.10).
     Closed chains (TA) have none.  FD also comes as ``sg_<name>_fd_lanes_pl`` (p already in lanes), which the
     rollout's blocks of SG_W cases call (templates/helpers/rollout.c.jinja); ``sincos``: a lane function takes
-    sines and cosines of hinge angles (``sg_sincos_split_lanes``); ``kernels``: see :func:`lane_kernel_head`."""
+    sines and cosines of hinge angles (``sg_sincos_split_lanes``); ``kernels``: see :func:`lane_kernel_head`;
+    ``dyn_bodies``: the tree FD, ID and M run over (static subtrees fused, symgen.algorithms.soa.fuse_static), whose
+    branching decides M's lanes (default ``bodies``)."""
     kernels = {} if kernels is None else kernels     # the hinge kernels on lane vectors, printed once
     width = lane_width() if width is None else width  # SG_W: symgen.codegen.lanes
 
     def lane(key, p_stride, out_size, p_lanes=False):
         return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes, hinges, kernels)
 
-    parents = [b.parent for b in bodies]
-    branched = len(set(parents)) < len(parents)     # a branched tree's M: slower per lane than one state at a time
+    from .schedule import branched as branches
+
+    branched = branches(dyn_bodies or bodies)       # a branched tree's M: slower per lane than one state at a time
     kinds = {"fd": lane("fd", L.params.size, L.nu, p_lanes=True), "id": lane("id", L.params.size, L.nu, p_lanes=True),
              "mm": None if branched else lane("mm", L.params.size if L.theta_blocks else 0, L.nu * L.nu),
              # the centroidal momentum's rate has none: the length of inverse dynamics, compile time for a call that
