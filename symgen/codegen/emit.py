@@ -1064,8 +1064,8 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
     none = {"fd": None, "id": None, "mm": None}
     io = soa.ArrayIO(L)
     tapes = dict(none)
-    # FD, ID and M run over the tree with its static subtrees fused into their moving ancestors (soa.fuse_static);
-    # a parametric build's inertias come from p, so it keeps every body
+    # FD, ID, M and the centroidal functions run over the tree with its static subtrees fused into their moving
+    # ancestors (soa.fuse_static); a parametric build's inertias come from p, so it keeps every body
     dyn, adds = (list(bodies), {}) if pinned else soa.fuse_static(bodies)
     dyn_io = soa.FusedIO(io, dyn, adds) if adds else io
 
@@ -1077,7 +1077,8 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
         return lines
 
     # the centroidal functions are O(n) in every model (no ancestor walk): straight-line whatever the size
-    centroidal = {"cm": trace("cm", soa.centroidal_momentum_matrix), "cd": trace("cd", soa.centroidal_dynamics)}
+    centroidal = {"cm": trace("cm", soa.centroidal_momentum_matrix, dyn, dyn_io),
+                  "cd": trace("cd", soa.centroidal_dynamics, dyn, dyn_io)}
     if not straight:
         why = {k: "form='per_kind'" for k in ("fd", "id", "mm")}
         return {**none, **centroidal, "tapes": {**tapes, **none}, "why": why, "dyn_bodies": bodies}
