@@ -16,13 +16,19 @@ from ..symbolic.spatial import _SERIES_LIMIT, _SERIES_TERMS
 MAX_STUMPFF_ORDER = 20
 
 
-from ..paths import templates_dir  # noqa: E402,F401  (re-exported)
+from ..paths import cache_dir, templates_dir  # noqa: E402,F401  (templates_dir re-exported)
 
 
 def environment(path: Path | None = None) -> jinja2.Environment:
+    """The templates' environment: their compiled Python kept in the cache directory (``jinja/``, jinja2's
+    bytecode cache, keyed by each template's name and source, written atomically), so that only the first build
+    on a machine compiles them (0.4 s of a cold build)."""
+    jdir = cache_dir() / "jinja"
+    jdir.mkdir(parents=True, exist_ok=True)
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(path or templates_dir())),
                               undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                              trim_blocks=True, lstrip_blocks=True, autoescape=False)
+                              trim_blocks=True, lstrip_blocks=True, autoescape=False,
+                              bytecode_cache=jinja2.FileSystemBytecodeCache(str(jdir)))
 
 
 def _batch_lines(k: emit.CKernel, nq: int, nu: int) -> list:
