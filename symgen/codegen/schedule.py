@@ -13,25 +13,28 @@ choice is :func:`choose`, from what a model's trace says (the straight-line func
 ancestor walk, whether the tree branches) against the costs below, measured on this project's benchmark robots
 with GCC 12 at ``-O3`` on a 2-core x86-64 (AVX-512) machine:
 
-=====================  =====  ==================  ==================  ==================  =========================
-model                  nU     FD µs/state         ID µs/state         M µs/state          M's walk (steps,
-                              unrolled / looped   unrolled / looped   unrolled / looped   branched)
-=====================  =====  ==================  ==================  ==================  =========================
-arm7 (a chain)         7      0.11 / 0.27         0.08 / 0.17         0.05 / 0.16         28, no (M has lanes)
-UR5                    6      0.10 / 0.36         0.08 / 0.19         0.18 / 0.18         27, yes
-Panda                  9      0.16 / 0.44         0.10 / 0.22         0.31 / 0.30         48, yes
-Solo-12 (floating)     18     0.28 / 0.47         0.15 / 0.25         0.42 / 0.69         24, yes
-humanoid (floating)    37     0.83 / 1.19         0.48 / 0.63         2.55 / 2.09         155, yes
-Talos (floating)       38     1.22 / 1.86         0.90 / 1.09         3.45 / 2.40         162, yes
-=====================  =====  ==================  ==================  ==================  =========================
+==========================  =====  ==================  ==================  ==================  ====================
+model                       nU     FD µs/state         ID µs/state         M µs/state          M's walk (steps,
+                                   unrolled / looped   unrolled / looped   unrolled / looped   branched)
+==========================  =====  ==================  ==================  ==================  ====================
+arm7 (a chain)              7      0.11 / 0.27         0.08 / 0.17         0.05 / 0.16         28, no (M has lanes)
+UR5                         6      0.10 / 0.36         0.08 / 0.19         0.18 / 0.18         27, yes
+Panda                       9      0.16 / 0.44         0.10 / 0.22         0.31 / 0.30         48, yes
+Solo-12 (floating)          18     0.28 / 0.47         0.15 / 0.25         0.42 / 0.69         24, yes
+humanoid (floating)         37     0.83 / 1.19         0.48 / 0.63         2.55 / 2.09         155, yes
+Talos (floating)            38     1.22 / 1.86         0.90 / 1.09         3.45 / 2.40         162, yes
+dm_control humanoid_CMU     62     1.51 / 1.42         0.75 / 0.70         4.84 / 4.64         (MJCF, floating)
+==========================  =====  ==================  ==================  ==================  ====================
 
 (batches of 400 states, ``benchmarks/`` ``forms_sweep``-style interleaved medians.)  What they say:
 
-* **FD and ID** are faster unrolled on every robot measured (1.2-3.6x), but an unrolled function's compile time
-  grows faster than its length: Talos's 7,600-line FD takes 12 s of one core at ``-O3`` (its lane form 6 s more),
-  so its cold build is 26 s unrolled against 12 s looped.  They are unrolled up to :data:`STRAIGHT_LINE_LIMIT`
-  lines (about 55 bodies), which keeps the speed of every robot above and leaves the compile time to the
-  cache (a model compiles once per machine).
+* **FD and ID** are faster unrolled on the robots up to Talos (1.2-3.6x), but an unrolled function's compile
+  time grows faster than its length: Talos's 7,140-line FD (its static bodies fused, see
+  :func:`symgen.algorithms.soa.fuse_static`) takes 12 s of one core at ``-O3`` (its lane form 6 s more), so its
+  cold build is 25 s unrolled against 12 s looped.  From about 9,000 lines the looped form is as fast or
+  faster (humanoid_CMU's 8,960-line FD: 1.51 unrolled, 1.42 looped; its unrolled lane form spills) and builds
+  in a fraction of the time (humanoid_CMU 45 -> 18 s cold), so they are unrolled up to
+  :data:`STRAIGHT_LINE_LIMIT` lines (8,000), which keeps Talos's speed and gives the larger models the looped form.
 * **M of a branched tree** has no lane form unrolled (per lane it measured slower than one state at a time, see
   :func:`symgen.codegen.emit.emit_lanes`), while the looped M has lanes: from about a hundred ancestor-walk
   steps the looped M is the faster one (humanoid 2.55 -> 2.09 µs, Talos 3.45 -> 2.40) and compiles in a
@@ -45,9 +48,10 @@ Talos (floating)       38     1.22 / 1.86         0.90 / 1.09         3.45 / 2.4
 """
 from __future__ import annotations
 
-#: above this many lines of straight-line forward dynamics (about 55 PIN bodies), forward and inverse
-#: dynamics take the looped form (a C compiler's time grows faster than a function's length)
-STRAIGHT_LINE_LIMIT = 10000
+#: above this many lines of straight-line forward dynamics (about 45 PIN bodies), forward and inverse
+#: dynamics take the looped form (a C compiler's time grows faster than a function's length, and from about
+#: 9,000 lines the looped form measured as fast: the table above)
+STRAIGHT_LINE_LIMIT = 8000
 #: above this many ancestor-walk steps (sum over columns of the depth) the mass matrix is looped in every tree
 CRBA_UNROLL_LIMIT = 1200
 #: from this many ancestor-walk steps the mass matrix of a branched tree is looped: the looped lanes are faster
