@@ -63,3 +63,44 @@ def test_corrupt_cache_file_is_rederived(tmp_path, monkeypatch):
     derive.derived(spec)
     assert derive.stats["disk_hits"] == hits + 1  # the rewritten file is good again
     assert not list(path.parent.glob("*.tmp"))
+
+
+def test_specs_derived_in_worker_processes_are_the_ones_derived_here(tmp_path, monkeypatch):
+    """symgen.pipeline.sources._derive_in_parallel derives a model's uncached hinge specs in forked workers (one
+    per core) into the cache: the files are byte for byte those this process writes for the same specs in a
+    fresh cache, and with another thread running (a notebook's kernel) nothing is forked."""
+    import json
+    import threading
+
+    from symgen.model import load_model
+    from symgen.pipeline import sources
+
+    if (os.cpu_count() or 1) < 2:
+        import pytest
+        pytest.skip("one core: the specs are derived in this process")
+    model = load_model(str(ROOT / "examples" / "models" / "quadruped.urdf"), floating_base=True)
+    specs = {derive.hinge(b.hinge_type, **b.hinge_kwargs()).spec.key(): b for b in model.bodies}
+    assert len(specs) >= 2
+    monkeypatch.setenv("SYMGEN_CACHE_DIR", str(tmp_path / "parallel"))
+    derive.clear_memory_cache()
+    sources._derive_in_parallel(model)
+    paths = {k: sources._hinge_sources_path(derive.hinge(b.hinge_type, **b.hinge_kwargs())) for k, b in specs.items()}
+    assert all(p.exists() for p in paths.values()), paths
+    parallel = {k: json.loads(p.read_text()) for k, p in paths.items()}
+    monkeypatch.setenv("SYMGEN_CACHE_DIR", str(tmp_path / "here"))
+    derive.clear_memory_cache()
+    for k, b in specs.items():
+        files, manifest = sources.hinge_sources(derive.hinge(b.hinge_type, **b.hinge_kwargs()))
+        assert parallel[k] == {"files": files, "manifest": manifest}, k
+    monkeypatch.setenv("SYMGEN_CACHE_DIR", str(tmp_path / "threaded"))
+    derive.clear_memory_cache()
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        sources._derive_in_parallel(model)
+    finally:
+        stop.set()
+        other.join()
+    assert not (tmp_path / "threaded" / "emit").exists()
+    derive.clear_memory_cache()

@@ -52,12 +52,8 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
 
     Cached on disk next to the derivations (key: derivation key + emit/render/template hash), so a warm
     build does no sympy work."""
-    from ..hinges.derive import derivation_key
+    path = _hinge_sources_path(h, slug, template_path)
 
-    # the label too: it is printed in the C (as the user spelled the parameters: PIN() and PIN(axis=(0, 0, 1)) have
-    # one derivation but two labels), so that the same model always gets the same C and module hash
-    key = hashlib.sha256(f"{derivation_key(h.spec)}|{slug}|{h.spec.label()}|{_render_fingerprint(template_path)}"
-                         .encode()).hexdigest()[:24]
     def make():
         from ..codegen import emit, render
 
@@ -70,7 +66,64 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
                     "structure": emit.kernel_structure(h)}
         return {f"{s}.c": source, f"{s}.h": header}, manifest
 
-    return _json_cached(cache_dir() / "emit" / f"{key}.json", make, "emit", h.spec.label())
+    return _json_cached(path, make, "emit", h.spec.label())
+
+
+def _hinge_sources_path(h, slug: str | None = None, template_path=None) -> Path:
+    """Where :func:`hinge_sources` caches a hinge spec's sources."""
+    from ..hinges.derive import derivation_key
+
+    # the label too: it is printed in the C (as the user spelled the parameters: PIN() and PIN(axis=(0, 0, 1)) have
+    # one derivation but two labels), so that the same model always gets the same C and module hash
+    key = hashlib.sha256(f"{derivation_key(h.spec)}|{slug}|{h.spec.label()}|{_render_fingerprint(template_path)}"
+                         .encode()).hexdigest()[:24]
+    return cache_dir() / "emit" / f"{key}.json"
+
+
+def _derive_one(hinge_type: str, kwargs: dict) -> None:
+    """A worker of :func:`_derive_in_parallel`: one hinge spec derived and emitted into the cache."""
+    from ..hinges.derive import hinge
+
+    progress._REPORT.set(None)            # the parent's listener is not this process's
+    hinge_sources(hinge(hinge_type, **kwargs))
+
+
+def _derive_in_parallel(model) -> None:
+    """Derive and emit the model's hinge specs that are not cached yet in worker processes, one per core (sympy
+    work: rodent.xml's 38 specs take 29 s one after the other), so that :func:`_hinge_layout` then reads them all
+    from the cache.  Only on a fork platform, with two specs or more to do, and when this process runs no other
+    thread (a notebook's kernel does: forking it is unsafe, and it derives one spec at a time as before).  A
+    worker's failure is not reported here: the spec is derived again in this process, which raises its error."""
+    import multiprocessing
+    import os
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ..hinges.derive import hinge
+
+    cores = os.cpu_count() or 1
+    if cores < 2 or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return
+    todo, seen = [], set()
+    for b in model.bodies:
+        kwargs = b.hinge_kwargs()
+        h = hinge(b.hinge_type, **kwargs)
+        if h.spec.key() in seen:
+            continue
+        seen.add(h.spec.key())
+        if not _hinge_sources_path(h).exists():
+            todo.append((h.nu, b.hinge_type, kwargs))
+    if len(todo) < 2:
+        return
+    todo.sort(key=lambda t: -t[0])        # the multi-U specs (the slowest to derive) first
+    workers = min(cores, len(todo))
+    with progress.step("derive", f"{len(todo)} hinge specs in {workers} processes"), \
+            ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as ex:
+        for fut in [ex.submit(_derive_one, t, kw) for _, t, kw in todo]:
+            try:
+                fut.result()
+            except Exception:      # noqa: BLE001  (derived again, and reported, by the caller)
+                pass
 
 
 def kernel_c(h, kernel: str) -> tuple:
@@ -207,6 +260,7 @@ def _hinge_layout(model):
 
     files, slugs, layout, specs, objects, kernel_sets = {}, {}, {}, {}, {}, {}
     qo = uo = 0
+    _derive_in_parallel(model)
     with progress.bar("derive", len(model.bodies), "hinge kernels") as bar:
         for b in model.bodies:
             h = objects[b.name] = hinge(b.hinge_type, **b.hinge_kwargs())
