@@ -317,7 +317,8 @@ def _cofactor_complement(spec, H):
     reference pose, ``c_j`` is the generalized cross product of the five columns ``[H, K without column j]``
     (``c_i = (-1)^i det`` of them without row ``i``).  The ``c_j`` are independent wherever ``[H, K]`` is
     invertible (at the reference pose, and everywhere but isolated configurations).  The determinants are
-    taken of symbols and then the entries substituted, so no symbolic simplification runs."""
+    taken of symbols (Laplace's expansion along K's columns) and then the entries substituted, so no symbolic
+    simplification runs."""
     nu = H.shape[1]
     q = sorted(H.free_symbols, key=lambda x: x.name)
     q_all = sp.Matrix(sp.symbols(f"q_0:{spec.nq}", real=True))
@@ -330,15 +331,35 @@ def _cofactor_complement(spec, H):
     u_, _, _ = np.linalg.svd(H0)
     K = sp.Matrix([[_num(round(x, 17)) for x in row] for row in u_[:, nu:]])
     hs = sp.Matrix(6, nu, sp.symbols(f"h_0:{6 * nu}"))
+    # each determinant by Laplace's expansion along its constant columns: a sum over the row sets S of the
+    # constants' minor (a number) times the symbols' complementary minor (nu x nu, a few terms), instead of a
+    # 5 x 5 determinant of symbols and floats expanded (rodent.xml's three-PIN SERIALs: 4 s -> a tenth of that)
+    from itertools import combinations
+
+    n_k = 5 - nu                                          # constant columns in each determinant
+    sign_cols = sum(range(nu, 5))
+    minors = {}                                           # the symbols' minors, by their rows (shared)
+
+    def h_minor(rows):
+        if rows not in minors:
+            minors[rows] = sp.Matrix([[hs[r, c] for c in range(nu)] for r in rows]).det(method="berkowitz")
+        return minors[rows]
+
     cols = []
     for j in range(6 - nu):
-        others = [K[:, i] for i in range(6 - nu) if i != j]
-        M = _hstack([hs] + others, 6)
+        others = [i for i in range(6 - nu) if i != j]
         c = []
         for i in range(6):
-            Mi = M.copy()
-            Mi.row_del(i)
-            c.append((-1) ** i * Mi.det(method="berkowitz").expand())
+            rows = [r for r in range(6) if r != i]
+            terms = []
+            for S in combinations(range(5), n_k):
+                k_minor = sp.Matrix([[K[rows[p], o] for o in others] for p in S]).det(method="berkowitz") \
+                    if n_k else sp.Integer(1)
+                if k_minor == 0:
+                    continue
+                rest = tuple(rows[p] for p in range(5) if p not in S)
+                terms.append((-1) ** (sum(S) + sign_cols) * k_minor * h_minor(rest))
+            c.append((-1) ** i * sp.expand(sp.Add(*terms)))
         cols.append(sp.Matrix(c))
     return _hstack(cols, 6).xreplace(dict(zip(list(hs), list(H))))
 
