@@ -67,23 +67,34 @@ def test_corrupt_cache_file_is_rederived(tmp_path, monkeypatch):
 
 def test_specs_derived_in_worker_processes_are_the_ones_derived_here(tmp_path, monkeypatch):
     """symgen.pipeline.sources._derive_in_parallel derives a model's uncached hinge specs in forked workers (one
-    per core) into the cache: the files are byte for byte those this process writes for the same specs in a
-    fresh cache, and with another thread running (a notebook's kernel) nothing is forked."""
+    per core) into the cache: run in a fresh process (one thread: it forks), the files are byte for byte those this
+    process writes for the same specs in a fresh cache; with another thread running (a notebook's kernel, or this
+    test process's) nothing is forked."""
     import json
     import threading
+
+    import pytest
 
     from symgen.model import load_model
     from symgen.pipeline import sources
 
     if (os.cpu_count() or 1) < 2:
-        import pytest
         pytest.skip("one core: the specs are derived in this process")
-    model = load_model(str(ROOT / "examples" / "models" / "quadruped.urdf"), floating_base=True)
+    path = ROOT / "examples" / "models" / "quadruped.urdf"
+    script = textwrap.dedent(f"""
+        import threading
+        from symgen.model import load_model
+        from symgen.pipeline import sources
+        assert threading.active_count() == 1
+        sources._derive_in_parallel(load_model({str(path)!r}, floating_base=True))
+    """)
+    env = dict(os.environ, SYMGEN_CACHE_DIR=str(tmp_path / "parallel"), PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    model = load_model(str(path), floating_base=True)
     specs = {derive.hinge(b.hinge_type, **b.hinge_kwargs()).spec.key(): b for b in model.bodies}
     assert len(specs) >= 2
     monkeypatch.setenv("SYMGEN_CACHE_DIR", str(tmp_path / "parallel"))
-    derive.clear_memory_cache()
-    sources._derive_in_parallel(model)
     paths = {k: sources._hinge_sources_path(derive.hinge(b.hinge_type, **b.hinge_kwargs())) for k, b in specs.items()}
     assert all(p.exists() for p in paths.values()), paths
     parallel = {k: json.loads(p.read_text()) for k, p in paths.items()}
