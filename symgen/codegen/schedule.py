@@ -26,14 +26,15 @@ Talos (floating)            38     1.22 / 1.86         0.90 / 1.09         3.45 
 dm_control humanoid_CMU     62     1.51 / 1.42         0.75 / 0.70         4.84 / 4.64         (MJCF, floating)
 ==========================  =====  ==================  ==================  ==================  ====================
 
-(batches of 400 states, ``benchmarks/`` ``forms_sweep``-style interleaved medians.)  What they say:
+(``benchmarks/forms.py``, 2026-11-29: batches of 400 states, both forms timed interleaved, medians of 7; before
+the static bodies were fused, which took Talos's unrolled FD to 1.24 and ID to 0.89.)  What they say:
 
 * **FD and ID** are faster unrolled on the robots up to Talos (1.2-3.6x), but an unrolled function's compile
   time grows faster than its length: Talos's 7,140-line FD (its static bodies fused, see
   :func:`symgen.algorithms.soa.fuse_static`) takes 12 s of one core at ``-O3`` (its lane form 6 s more), so its
   cold build is 25 s unrolled against 12 s looped.  From about 9,000 lines the looped form is as fast or
   faster (humanoid_CMU's 8,960-line FD: 1.51 unrolled, 1.42 looped; its unrolled lane form spills) and builds
-  in a fraction of the time (humanoid_CMU 45 -> 18 s cold), so they are unrolled up to
+  in a fraction of the time (humanoid_CMU 45 -> 20 s cold), so they are unrolled up to
   :data:`STRAIGHT_LINE_LIMIT` lines (8,000), which keeps Talos's speed and gives the larger models the looped form.
 * **M of a branched tree** has no lane form unrolled (per lane it measured slower than one state at a time, see
   :func:`symgen.codegen.emit.emit_lanes`), while the looped M has lanes: from about a hundred ancestor-walk
