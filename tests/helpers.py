@@ -60,10 +60,6 @@ CASES = [(t, {}) for t in symgen.HINGE_TYPES] + [
                            {"type": "hinge", "axis": (0, 0, 1), "anchor": (0, 0.05, 0.2)}]}),
     ("SERIAL", {"joints": [{"type": "SCREW", "axis": (0, 1, 0), "pitch": 0.05, "anchor": (0.2, 0, 0)},
                            {"type": "PIN", "axis": (0, 1, 0), "anchor": (-0.1, 0, 0.1), "ref": 1.0}]}),
-    # three hinges about three points (dm_control's rodent shoulder): the orthogonal complement from cofactors
-    ("SERIAL", {"joints": [{"type": "PIN", "axis": (0, 0, 1), "anchor": (0, -0.005, 0)},
-                           {"type": "PIN", "axis": (1, 0, 0), "anchor": (0, -0.005, -0.01)},
-                           {"type": "PIN", "axis": (0.28734788556634544, 0.9578262852211514, 0.0)}]}),
 ]
 
 

@@ -411,3 +411,32 @@ def test_subhinge_access(name, kw):
         suffix = s.hinge.numeric("transform")(q[s.q]) @ suffix
     with pytest.raises(IndexError):
         h.subhinge(h.n_subhinges)
+
+
+def test_cofactor_complement_of_three_pins_about_three_points():
+    """A hinge whose joints turn about different points (dm_control's rodent shoulder: three PINs about three
+    points) takes its orthogonal complement from cofactors (symgen.hinges.derive._cofactor_complement, by
+    Laplace's expansion along the constant columns): OC^T H = 0 at random states (1e-12), and OC spans the null
+    space of H^T that numpy's SVD gives (an independent oracle: [OC, N] has rank 3).  Only the coord map is derived
+    (the hinge's whole kernel set costs half a minute of the suite)."""
+    import sympy as sp
+
+    from symgen.hinges import derive
+
+    h = derive.hinge("SERIAL", joints=[{"type": "PIN", "axis": (0, 0, 1), "anchor": (0, -0.005, 0)},
+                                       {"type": "PIN", "axis": (1, 0, 0), "anchor": (0, -0.005, -0.01)},
+                                       {"type": "PIN", "axis": (0.28734788556634544, 0.9578262852211514, 0.0)}])
+    assert derive._common_anchor(h.spec) is False
+    H = h.coord_map
+    OC = derive._cofactor_complement(h.spec, H)
+    q = sorted(H.free_symbols | OC.free_symbols, key=lambda x: x.name)
+    Hf, Of = sp.lambdify(q, H, "numpy"), sp.lambdify(q, OC, "numpy")
+    rng = np.random.default_rng(4)
+    for _ in range(6):
+        x = rng.uniform(-2.5, 2.5, len(q))
+        Hq, C = np.array(Hf(*x), float), np.array(Of(*x), float)
+        assert C.shape == (6, 3)
+        assert np.abs(C.T @ Hq).max() < 1e-12 * max(1.0, np.abs(C).max())
+        N = np.linalg.svd(Hq.T)[2][3:].T                     # the null space of H^T
+        assert np.linalg.matrix_rank(C, tol=1e-9) == 3
+        assert np.linalg.matrix_rank(np.hstack([C, N]), tol=1e-9) == 3
