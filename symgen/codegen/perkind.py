@@ -23,7 +23,9 @@ from ..algorithms import rnea_derivatives as rd, soa
 from ..abi.layout import ModelLayout, Record, sym_index
 from ..ir.dual import DualTape, tangent
 from ..hinges.derive import NEEDS_U, NEEDS_U_DQ
+from ..ir import program as P
 from ..ir.tape import Tape
+from .printer import c_lines
 
 _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
 _LANE_SIGNATURE = "(int k, const sg_vd *q, const sg_vd *u, const sg_vd *p, sg_vd *ws, sg_vd *out, int *st)"
@@ -412,68 +414,98 @@ class PerKindForm:
         """The drivers' bodies: ``fd`` (int f(q, u, p, out, mats)), ``id`` and ``mm`` (f(q, u, p, out)), and
         ``mats`` (int f(q, u, p, out): the ATBI factorization's matrices and filter vectors into out, FD's
         kinematics and tip-to-base half alone; with ``fd`` wanted too, FD's driver fills them instead), and
-        ``upsilon`` (int f(q, u, p, out): Upsilon of every body frame, 36 each, after that half)."""
+        ``upsilon`` (int f(q, u, p, out): Upsilon of every body frame, 36 each, after that half): the programs of
+        :meth:`programs` printed for one state."""
+        return {k: c_lines(prog) for k, prog in self.programs(want).items()}
+
+    def programs(self, want, lanes: bool = False, hinges=None, memo=None) -> dict:
+        """``{entry: Program}``: the looped schedule of each entry point in ``want`` (of "fd", "id", "mm", "mats",
+        "upsilon"; "mats" only for one state) as a :class:`symgen.ir.program.Program`, written once and printed
+        for one state (:meth:`emit`) or, with ``lanes``, for SG_W states (:meth:`emit_lanes`, whose step tables
+        these are then: ``hinges`` and ``memo`` as :meth:`_lane_table` takes them)."""
         nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
-        ws = f"double ws[{nb * L.workspace.size}];"
-        kinds = f"sg_{nm}_kind"
-        loop_up = f"for (k = 0; k < {nb}; ++k)"
-        loop_down = f"for (k = {nb - 1}; k >= 0; --k)"
-        args = "(k, q, u, p, ws, out, mats)"
-        out = {}
-        P0, n0 = L.workspace["P"], 21 + 6
-        assert L.workspace["z"] == P0 + 21
-        zero = f"{loop_up} for (i = 0; i < {n0}; ++i) ws[{L.workspace.size} * k + {P0} + i] = 0.0;  /* P, z */"
-        if any(k in want for k in ("fd", "id", "mats", "upsilon")):
-            kin = self._table("velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
-        if any(k in want for k in ("fd", "mats", "upsilon")):
-            tip = self._table("atbi_tip", partial(self._atbi_tip, mats=True),
-                              "ATBI tip to base: P, z, D, G, eps, nu; P+ and z+ into the parent")
-        if "upsilon" in want:
-            ut = self._table("upsilon_step", self._upsilon, "Upsilon = psi^T Upsilon(parent) psi + H D^-1 H^T, base to tip")
-            out["upsilon"] = [ws, f"double mats[{nb * L.mats.size}];", "int k, i, s;", zero,
-                              f"{loop_up} {kin}[{kinds}[k]]{args};",
-                              f"{loop_down} if ((s = {tip}[{kinds}[k]]{args}) != 0) return s;",
-                              f"{loop_up} {ut}[{kinds}[k]]{args};", "return 0;"]
-        if "mats" in want and "fd" not in want:
-            out["mats"] = [ws, "int k, i, s;", "double *mats = out;", zero,
-                           f"{loop_up} {kin}[{kinds}[k]]{args};",
-                           f"{loop_down} if ((s = {tip}[{kinds}[k]]{args}) != 0) return s;", "return 0;"]
-        if "fd" in want:
-            base = self._table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha")
-            out["fd"] = [ws, "int k, i, s;", zero,
-                         f"{loop_up} {kin}[{kinds}[k]]{args};",
-                         f"{loop_down} if ((s = {tip}[{kinds}[k]]{args}) != 0) return s;",
-                         f"{loop_up} {base}[{kinds}[k]]{args};", "return 0;"]
+        kinds, parent, nuh, u0 = (f"sg_{nm}_{t}" for t in ("kind", "parent", "nuh", "u0"))
+        if lanes:
+            fixed = lane_workspace(0)
+            table = lambda step, trace, doc, walk=False: self._lane_table(step, trace, doc, hinges, memo, walk=walk)  # noqa: E731
+            block = lambda k: P.Lookup(f"sg_{nm}_lane_ws", k)                                                      # noqa: E731
+            F_at = lambda k: P.Lookup(f"sg_{nm}_lane_F", k)                                                         # noqa: E731
+            ws_size = self._offsets(lane_workspace)[-1]
+            args, mm_args = ("q_l", "u_l", "p_l", "ws", "out_l", "st"), ("q_l", None, None, "ws", "out_l", None)
+            out = "out_l"
+            fd_tip = partial(self._atbi_tip, mats=False)
+        else:
+            fixed = L.workspace
+            table = lambda step, trace, doc, walk=False: self._table(                                               # noqa: E731
+                step, trace, doc, **({"signature": "(int k, double *ws, const double *x, double *y, double *rows)",
+                                      "params": ("k", "ws", "x", "y", "rows")} if walk else {}))
+            block = lambda k: P.mul(L.workspace.size, k)                                                           # noqa: E731
+            F_at = lambda k: fixed["F"]                                                                              # noqa: E731
+            ws_size = nb * L.workspace.size
+            args, mm_args = ("q", "u", "p", "ws", "out", "mats"), ("q", "u", "p", "ws", "out", None)
+            out = "out"
+            fd_tip = partial(self._atbi_tip, mats=True)
+        k, j, c, r = (P.Var(v) for v in "kjcr")
+        P0 = fixed["P"]
+        assert fixed["z"] == P0 + 21
+        ws = P.Locals(arrays=(("ws", ws_size),), comment=f"the workspace, {ws_size} {'vectors' if lanes else 'doubles'}")
+
+        def up(*body):
+            return P.Loop("k", 0, nb, list(body))
+
+        def down(*body):
+            return P.Loop("k", 0, nb, list(body), down=True)
+
+        def step(tbl, check=False, a=args):
+            return P.Step(tbl, kinds, k, a, check=check)
+
+        progs = {}
+        kin_doc = "kinematics base to tip: X_pb, H, V, a, b"
+        tip_doc = "ATBI tip to base: P, z, D, G, eps, nu; P+ and z+ into the parent"
+        if any(x in want for x in ("fd", "mats", "upsilon")):
+            kin = table("velocities", self._kinematics, kin_doc)
+            tip = table("atbi_tip", fd_tip, tip_doc)
+            # P and z zeroed body by body just before the body's kinematics write its block (the block is then in
+            # the cache once), not in a pass of their own over the whole workspace (tiago_dual's lanes: 0.8 MB)
+            half = [up(P.Zero("ws", P.add(block(k), P0), 27, "P, z: the children add into them"), step(kin)),
+                    down(step(tip, check=True))]
+            if "upsilon" in want and not lanes:
+                ut = table("upsilon_step", self._upsilon, "Upsilon = psi^T Upsilon(parent) psi + H D^-1 H^T, base to tip")
+                progs["upsilon"] = P.Program([ws, P.Locals(arrays=(("mats", nb * L.mats.size),)), *half,
+                                              up(step(ut)), P.Return(0)])
+            if "mats" in want and "fd" not in want and not lanes:
+                progs["mats"] = P.Program([ws, P.Locals(pointers=("mats",)), P.Point("mats", "out"), *half, P.Return(0)])
+            if "fd" in want:
+                base = table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha")
+                progs["fd"] = P.Program([ws, *half, up(step(base)), P.Return(0)])
         if "id" in want:
-            rb = self._table("rnea_base", self._rnea_base, "Newton-Euler base to tip: alpha, f = M alpha + b - f_ext")
-            rt = self._table("rnea_tip", self._rnea_tip, "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f into the parent")
-            out["id"] = [ws, "int k;", "double *mats = 0;", f"{loop_up} {kin}[{kinds}[k]]{args};",
-                         f"{loop_up} {rb}[{kinds}[k]]{args};", f"{loop_down} {rt}[{kinds}[k]]{args};"]
+            kin = table("velocities", self._kinematics, kin_doc)
+            rb = table("rnea_base", self._rnea_base, "Newton-Euler base to tip: alpha, f = M alpha + b - f_ext")
+            rt = table("rnea_tip", self._rnea_tip, "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f into the parent")
+            a = args if lanes else args[:-1] + (None,)
+            progs["id"] = P.Program([ws, up(step(kin, a=a)), up(step(rb, a=a)), down(step(rt, a=a))])
         if "mm" in want:
-            jt = self._table("joint", self._joint, "X_pb and H")
-            ct = self._table("crba_tip", self._crba_tip,
-                             "composite inertia tip to base, the body's diagonal block of M and F moved to the parent")
-            walk = self._table("crba_walk", self._crba_walk, "one column F at an ancestor: rows H^T F, then phi F",
-                               signature="(int k, double *ws, const double *x, double *y, double *rows)",
-                               params=("k", "ws", "x", "y", "rows"))
-            I0, F0, S = L.workspace["Ic"], L.workspace["F"], L.workspace.size
-            out["mm"] = [ws, f"double buf[12], rows[{L.max_nu}], *x, *y, *t;", "int k, j, c, i, r;", "double *mats = 0;",
-                         f"for (i = 0; i < {nu * nu}; ++i) out[i] = 0.0;",
-                         f"{loop_up} for (i = 0; i < 10; ++i) ws[{S} * k + {I0} + i] = 0.0;  /* composite inertias */",
-                         f"{loop_up} {jt}[{kinds}[k]]{args};",
-                         f"{loop_down} {ct}[{kinds}[k]]{args};",
-                         "/* each column F of body k, walked up its ancestors j: M[j, k] = M[k, j]^T = H_j^T F */",
-                         f"for (k = 0; k < {nb}; ++k)",
-                         f"    for (c = 0; c < sg_{nm}_nuh[k]; ++c) {{",
-                         "        x = buf; y = buf + 6;",
-                         f"        for (i = 0; i < 6; ++i) x[i] = ws[{S} * k + {F0} + 6 * c + i];",
-                         f"        for (j = sg_{nm}_parent[k]; j >= 0; j = sg_{nm}_parent[j]) {{",
-                         f"            {walk}[{kinds}[j]](j, ws, x, y, rows);",
-                         f"            for (r = 0; r < sg_{nm}_nuh[j]; ++r)",
-                         f"                out[(sg_{nm}_u0[j] + r) * {nu} + sg_{nm}_u0[k] + c] = "
-                         f"out[(sg_{nm}_u0[k] + c) * {nu} + sg_{nm}_u0[j] + r] = rows[r];",
-                         "            t = x; x = y; y = t;", "        }", "    }"]
-        return out
+            jt = table("joint", self._joint, "X_pb and H")
+            ct = table("crba_tip", self._crba_tip,
+                       "composite inertia tip to base, the body's diagonal block of M and F moved to the parent")
+            walk = table("crba_walk", self._crba_walk, "one column F at an ancestor: rows H^T F, then phi F", walk=True)
+            at = lambda b, i: P.add(P.Lookup(u0, b), i)                                                              # noqa: E731
+            progs["mm"] = P.Program([
+                ws, P.Locals(arrays=(("buf", 12), ("rows", L.max_nu)), pointers=("x", "y")),
+                P.Zero(out, 0, nu * nu),
+                up(P.Zero("ws", P.add(block(k), fixed["Ic"]), 10, "composite inertias")),
+                up(step(jt, a=mm_args)), down(step(ct, a=mm_args)),
+                P.Comment("each column F of body k, walked up its ancestors j: M[j, k] = M[k, j]^T = H_j^T F"),
+                up(P.Loop("c", 0, P.Lookup(nuh, k), [
+                    P.Point("x", "buf"), P.Point("y", "buf", 6),
+                    P.Copy("x", 0, "ws", P.add(block(k), F_at(k), P.mul(6, c)), 6),
+                    P.Ancestors("j", k, parent, [
+                        P.Step(walk, kinds, j, ("ws", "x", "y", "rows")),
+                        P.Loop("r", 0, P.Lookup(nuh, j), [
+                            P.Scatter(((out, P.add(P.mul(at(j, r), nu), at(k, c))),
+                                       (out, P.add(P.mul(at(k, c), nu), at(j, r)))), ("rows", r))]),
+                        P.Swap("x", "y")])]))])
+        return progs
 
     # ---- the looped lane form: the same steps for SG_W states at once --------------------------------
     def _lane_kernels(self, T: Tape, kind: _Kind, b: soa.BodyInfo, hinges: dict, memo: dict) -> list:
@@ -591,66 +623,15 @@ class PerKindForm:
         self._record, self._ws_table = lane_workspace, "lane_ws"
         saved, self._made = self._made, set()
         memo = {}
-        nm, nb, nu = self.name, len(self.bodies), self.L.nu
+        nm, nb = self.name, len(self.bodies)
         offsets = self._offsets(lane_workspace)
         o = offsets.pop()
         self.lane_functions = ["/* each body's block of the lanes' workspace (symgen.codegen.perkind.lane_workspace) */",
                                f"static const int sg_{nm}_lane_ws[{nb}] = {{ {', '.join(map(str, offsets))} }};", ""]
-        ws = [f"sg_vd ws[{max(o, 1)}];  /* the workspace, {o} vectors: {o * 8} bytes a lane */", "int k;"]
-        kinds = f"sg_{nm}_kind"
-        up, down = f"for (k = 0; k < {nb}; ++k)", f"for (k = {nb - 1}; k >= 0; --k)"
-        fixed = lane_workspace(0)
-        P0 = fixed["P"]
-        assert fixed["z"] == P0 + 21
-        # P and z zeroed body by body just before the body's kinematics write its block (the block is then in the
-        # cache once), not in a pass of their own over the whole workspace (tiago_dual's is 0.8 MB at W = 8)
-        zero = "{ sg_vd *Pz = ws + sg_" + nm + "_lane_ws[k] + " + str(P0) + "; for (i = 0; i < 27; ++i) Pz[i] = sg_vd_zero; }"
-        out = {}
         try:
-            if "fd" in want or "id" in want:
-                kin = self._lane_table("velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b",
-                                       hinges, memo)
-            args = "(k, q_l, u_l, p_l, ws, out_l, st)"
-            if "fd" in want:
-                tip = self._lane_table("atbi_tip", partial(self._atbi_tip, mats=False),
-                                       "ATBI tip to base: P, z, D, G, eps, nu; P+ and z+ into the parent", hinges, memo)
-                base = self._lane_table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha", hinges, memo)
-                out["fd"] = ws + ["const sg_vd sg_vd_zero = {0.0};",
-                                  f"{up} {{  /* P, z: zero (the children add into them); the kinematics */",
-                                  f"    {zero}", f"    {kin}[{kinds}[k]]{args};", "}", f"{down} {tip}[{kinds}[k]]{args};",
-                                  f"{up} {base}[{kinds}[k]]{args};"]
-            if "id" in want:
-                rb = self._lane_table("rnea_base", self._rnea_base,
-                                      "Newton-Euler base to tip: alpha, f = M alpha + b - f_ext", hinges, memo)
-                rt = self._lane_table("rnea_tip", self._rnea_tip,
-                                      "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f into the parent", hinges, memo)
-                out["id"] = ws + [f"{up} {kin}[{kinds}[k]]{args};", f"{up} {rb}[{kinds}[k]]{args};",
-                                  f"{down} {rt}[{kinds}[k]]{args};"]
+            out = {key: c_lines(prog, lanes=True, declared=("i", "l"))
+                   for key, prog in self.programs(want, lanes=True, hinges=hinges, memo=memo).items()}
             if "mm" in want:
-                jt = self._lane_table("joint", self._joint, "X_pb and H", hinges, memo)
-                ct = self._lane_table("crba_tip", self._crba_tip, "composite inertia tip to base, the body's diagonal "
-                                      "block of M and F moved to the parent", hinges, memo)
-                walk = self._lane_table("crba_walk", self._crba_walk, "one column F at an ancestor: rows H^T F, then phi F",
-                                        hinges, memo, walk=True)
-                I0 = fixed["Ic"]
-                out["mm"] = ws + [
-                    f"sg_vd buf[12], rows[{self.L.max_nu}], *x, *y, *t;", "int j, c, r;",
-                    f"for (i = 0; i < {nu * nu}; ++i) for (l = 0; l < SG_W; ++l) out_l[i][l] = 0.0;",
-                    f"{up} for (i = 0; i < 10; ++i) for (l = 0; l < SG_W; ++l) ws[sg_{nm}_lane_ws[k] + {I0} + i][l] = 0.0;"
-                    "  /* composite inertias */",
-                    f"{up} {jt}[{kinds}[k]](k, q_l, 0, 0, ws, out_l, 0);",
-                    f"{down} {ct}[{kinds}[k]](k, q_l, 0, 0, ws, out_l, 0);",
-                    "/* each column F of body k, walked up its ancestors j: M[j, k] = M[k, j]^T = H_j^T F */",
-                    f"for (k = 0; k < {nb}; ++k)",
-                    f"    for (c = 0; c < sg_{nm}_nuh[k]; ++c) {{",
-                    "        x = buf; y = buf + 6;",
-                    f"        for (i = 0; i < 6; ++i) x[i] = ws[sg_{nm}_lane_ws[k] + sg_{nm}_lane_F[k] + 6 * c + i];",
-                    f"        for (j = sg_{nm}_parent[k]; j >= 0; j = sg_{nm}_parent[j]) {{",
-                    f"            {walk}[{kinds}[j]](j, ws, x, y, rows);",
-                    f"            for (r = 0; r < sg_{nm}_nuh[j]; ++r)",
-                    f"                out_l[(sg_{nm}_u0[j] + r) * {nu} + sg_{nm}_u0[k] + c] = "
-                    f"out_l[(sg_{nm}_u0[k] + c) * {nu} + sg_{nm}_u0[j] + r] = rows[r];",
-                    "            t = x; x = y; y = t;", "        }", "    }"]
                 self.lane_functions[1:1] = [
                     f"static const int sg_{nm}_lane_F[{nb}] = {{ {', '.join(str(lane_workspace(b.nu)['F']) for b in self.bodies)} }};"]
         finally:

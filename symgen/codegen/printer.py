@@ -1,0 +1,117 @@
+"""The C printer of looped programs (:mod:`symgen.ir.program`): one description of a driver, printed for one
+state (every array of doubles) or for SG_W states at once (lanes: every array of ``sg_vd`` vectors, the steps
+the lane tables' functions, a step's status recorded per lane by the step itself).
+
+:func:`c_lines` returns the statements of the function body the templates wrap; its integer locals (the loop
+variables, ``i`` for the fills and copies, ``s`` for a step's status) are declared first, but for those the
+caller names in ``declared`` (the lane functions' wrapper declares ``i`` and ``l``)."""
+from __future__ import annotations
+
+from ..ir import program as P
+
+_ELEMENT = {False: "double", True: "sg_vd"}
+
+
+def index(x) -> str:
+    """An index expression in C."""
+    x = P.ix(x)
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, P.Var):
+        return x.name
+    if isinstance(x, P.Lookup):
+        return f"{x.table}[{index(x.index)}]"
+    if isinstance(x, P.Sum):
+        return " + ".join(index(t) for t in x.terms)
+    if isinstance(x, P.Prod):
+        def factor(f):
+            return f"({index(f)})" if isinstance(f, P.Sum) else index(f)
+        return f"{factor(x.a)} * {factor(x.b)}"
+    raise TypeError(f"{x!r} is not an index expression")
+
+
+def _at(array: str, offset) -> str:
+    off = index(offset)
+    return array if off == "0" else f"{array} + {off}"
+
+
+def _plus(offset, i: str = "i") -> str:
+    off = index(offset)
+    return i if off == "0" else f"{off} + {i}"
+
+
+def c_lines(prog: P.Program, lanes: bool = False, declared=()) -> list:
+    """The C statements of ``prog`` (one state, or ``lanes``: SG_W states)."""
+    elem = _ELEMENT[lanes]
+    out = []
+    ints = [v for v in prog.loop_vars()]
+    stmts = list(prog.walk())
+    if any(isinstance(s, (P.Zero, P.Copy)) for s in stmts):
+        ints.append("i")
+    if not lanes and any(isinstance(s, P.Step) and s.check for s in stmts):
+        ints.append("s")
+    ints = [v for v in dict.fromkeys(ints) if v not in declared]
+    for s in prog.body:
+        if isinstance(s, P.Locals):
+            if s.arrays or s.pointers:
+                names = [f"{a}[{max(int(n), 1)}]" for a, n in s.arrays] + [f"*{p}" for p in s.pointers]
+                out.append(f"{elem} {', '.join(names)};" + (f"  /* {s.comment} */" if s.comment else ""))
+            for name, values in s.tables:
+                out.append(f"static const int {name}[{max(len(values), 1)}] = {{{', '.join(map(str, values)) or '0'}}};")
+    if ints:
+        out.append(f"int {', '.join(ints)};")
+    for s in prog.body:
+        if not isinstance(s, P.Locals):
+            out += _stmt(s, lanes, elem)
+    return out
+
+
+def _block(body, lanes, elem) -> list:
+    lines = [ln for s in body for ln in _stmt(s, lanes, elem)]
+    if len(lines) == 1:
+        return lines
+    return ["{"] + ["    " + ln for ln in lines] + ["}"]
+
+
+def _nest(head: str, body, lanes, elem) -> list:
+    inner = _block(body, lanes, elem)
+    if len(inner) == 1:
+        return [f"{head} {inner[0]}"]
+    return [f"{head} {{"] + inner[1:-1] + ["}"]
+
+
+def _stmt(s, lanes: bool, elem: str) -> list:
+    if isinstance(s, P.Comment):
+        return [f"/* {s.text} */"]
+    if isinstance(s, P.Loop):
+        v = s.var
+        head = (f"for ({v} = {index(P.add(s.stop, -1))}; {v} >= {index(s.start)}; --{v})" if s.down else
+                f"for ({v} = {index(s.start)}; {v} < {index(s.stop)}; ++{v})")
+        return _nest(head, s.body, lanes, elem)
+    if isinstance(s, P.Ancestors):
+        v = s.var
+        return _nest(f"for ({v} = {s.parent}[{index(s.of)}]; {v} >= 0; {v} = {s.parent}[{v}])", s.body, lanes, elem)
+    if isinstance(s, P.Step):
+        args = ", ".join([index(s.body)] + ["0" if a is None else P._ident(a) for a in s.args])
+        call = f"{s.table}[{s.kinds}[{index(s.body)}]]({args})"
+        if s.check and not lanes:
+            return [f"if ((s = {call}) != 0) return s;"]
+        return [f"{call};"]
+    if isinstance(s, P.Zero):
+        why = f"  /* {s.why} */" if s.why else ""
+        if lanes:
+            return [f"for (i = 0; i < {index(s.n)}; ++i) for (l = 0; l < SG_W; ++l) "
+                    f"{s.array}[{_plus(s.offset)}][l] = 0.0;{why}"]
+        return [f"for (i = 0; i < {index(s.n)}; ++i) {s.array}[{_plus(s.offset)}] = 0.0;{why}"]
+    if isinstance(s, P.Copy):
+        return [f"for (i = 0; i < {index(s.n)}; ++i) {s.dst}[{_plus(s.dst_offset)}] = {s.src}[{_plus(s.src_offset)}];"]
+    if isinstance(s, P.Scatter):
+        targets = " = ".join(f"{a}[{index(i)}]" for a, i in s.targets)
+        return [f"{targets} = {s.source[0]}[{index(s.source[1])}];"]
+    if isinstance(s, P.Point):
+        return [f"{s.name} = {_at(s.array, s.offset)};"]
+    if isinstance(s, P.Swap):
+        return [f"{{ {elem} *t_ = {s.a}; {s.a} = {s.b}; {s.b} = t_; }}"]
+    if isinstance(s, P.Return):
+        return [] if lanes else [f"return {int(s.value)};"]
+    raise TypeError(f"{s!r} is not a statement of a looped program")
