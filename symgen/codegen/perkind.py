@@ -625,7 +625,7 @@ class PerKindForm:
         memo = {}
         nm, nb = self.name, len(self.bodies)
         offsets = self._offsets(lane_workspace)
-        o = offsets.pop()
+        offsets.pop()                 # the end: the workspace's size (programs() reads it again)
         self.lane_functions = ["/* each body's block of the lanes' workspace (symgen.codegen.perkind.lane_workspace) */",
                                f"static const int sg_{nm}_lane_ws[{nb}] = {{ {', '.join(map(str, offsets))} }};", ""]
         try:
@@ -786,6 +786,57 @@ class PerKindDerivatives(PerKindForm):
     def _tangent_table(self, step, trace, doc):
         return self._table(step, trace, doc, signature=_TANGENT_SIGNATURE, params=_TANGENT_PARAMS, dual=self._dual)
 
+    def _fd_derivatives_program(self, lam, nq: int) -> P.Program:
+        """Forward dynamics' derivatives from inverse dynamics' (``dUdot = M^-1 (dT - dRNEA)`` at FD's Udot): the
+        derivatives of ID at FD's Udot, then M = L^T L with L of M's tree sparsity (Featherstone's LTL
+        factorization: ``lam[i]``, the U before U_i on its path to the root, so no fill-in) and the two sparse
+        triangular solves, each for all the m columns of one of out's three blocks at once, row by row (L's row
+        read once, the columns contiguous): -M^-1 dRNEA/dQ, -M^-1 dRNEA/dU, M^-1."""
+        nm, L, nu = self.name, self.L, self.L.nu
+        prm = L.params
+        d, i, j, c, b, m, ndq = (P.Var(v) for v in ("d", "i", "j", "c", "b", "m", "ndq"))
+        Lf = lambda r, col: P.Elem("Lf", P.add(P.mul(r, nu), col))  # noqa: E731
+        minv = P.add(P.mul(ndq, nu), nu * nu)              # where M^-1, the third block, starts in out
+        return P.Program([
+            P.Locals(arrays=(("pu", prm.size), ("udot", nu), ("Lf", nu * nu)), pointers=("B",),
+                     tables=(("lam", tuple(lam)),), comment="lam: the U before each U on its path to the root"),
+            P.Let("ndq", P.Select(P.Cmp(P.Var("tangent"), "!=", 0), nu, nq)),
+            P.Invoke(f"sg_{nm}_forward_dynamics", ("q", "u", "p", "udot")),
+            P.Copy("pu", 0, "p", 0, prm.size), P.Copy("pu", prm["tau"], "udot", 0, nu),
+            P.Comment("dRNEA at FD's Udot (dUdot = -M^-1 dRNEA along Q and U) and M (the third block)"),
+            P.Invoke(f"sg_{nm}_id_derivatives", ("q", "u", "pu", "tangent", "out")),
+            P.Comment("M = L^T L, L lower triangular with M's sparsity (Featherstone's LTL factorization: no fill-in)"),
+            P.Copy("Lf", 0, "out", minv, nu * nu),
+            P.Loop("d", 0, nu, down=True, body=[
+                P.Check(Lf(d, d), -3, "M is not positive definite"),
+                P.Set(Lf(d, d), P.Fn("sqrt", Lf(d, d))),
+                P.Ancestors("i", d, "lam", [P.Set(Lf(d, i), Lf(d, d), "/=")]),
+                P.Ancestors("i", d, "lam", [P.Ancestors("j", i, "lam", inclusive=True, body=[
+                    P.Set(Lf(i, j), P.Bin("*", Lf(d, i), Lf(d, j)), "-=")])])]),
+            P.Comment("the three blocks of out (row-major nU x m: dRNEA/dQ, dRNEA/dU, then M^-1's identity), each "
+                      "solved for all its m columns at once: -M^-1 dRNEA, M^-1"),
+            P.Loop("b", 0, 3, [
+                P.Let("m", P.Select(P.Cmp(b, "==", 0), ndq, nu)),
+                P.Point("B", "out", P.Select(P.Cmp(b, "==", 0), 0, P.Select(P.Cmp(b, "==", 1), P.mul(ndq, nu), minv))),
+                P.If(P.Cmp(b, "<", 2),
+                     [P.Loop("i", 0, P.mul(nu, m), [P.Set(P.Elem("B", i), P.Neg(P.Elem("B", i)))])],
+                     [P.Zero("B", 0, nu * nu), P.Loop("i", 0, nu, [P.Set(P.Elem("B", P.add(P.mul(i, nu), i)), P.Num(1.0))])]),
+                P.Comment("L^T Y = B"),
+                P.Loop("i", 0, nu, down=True, body=[P.Block([
+                    P.Bind("r", "B", P.mul(i, m)), P.Def("lii", Lf(i, i)),
+                    P.Loop("c", 0, m, [P.Set(P.Elem("r", c), P.Scalar("lii"), "/=")]),
+                    P.Ancestors("j", i, "lam", [P.Block([
+                        P.Bind("rj", "B", P.mul(j, m)), P.Def("lij", Lf(i, j)),
+                        P.Loop("c", 0, m, [P.Set(P.Elem("rj", c), P.Bin("*", P.Scalar("lij"), P.Elem("r", c)), "-=")])])])])]),
+                P.Comment("L X = Y"),
+                P.Loop("i", 0, nu, [P.Block([
+                    P.Bind("r", "B", P.mul(i, m)), P.Def("lii", Lf(i, i)),
+                    P.Ancestors("j", i, "lam", [P.Block([
+                        P.Bind("rj", "B", P.mul(j, m)), P.Def("lij", Lf(i, j)),
+                        P.Loop("c", 0, m, [P.Set(P.Elem("r", c), P.Bin("*", P.Scalar("lij"), P.Elem("rj", c)), "-=")])])]),
+                    P.Loop("c", 0, m, [P.Set(P.Elem("r", c), P.Scalar("lii"), "/=")])])])]),
+            P.Return(0)])
+
     def emit_derivatives(self, nq: int) -> dict:
         """``{"id": lines, "fd": lines}``: the bodies of ``sg_<m>_id_derivatives`` and ``sg_<m>_fd_derivatives``
         (q, u, p, tangent, out) in plain C (out as :mod:`symgen.codegen.derivatives`')."""
@@ -794,8 +845,6 @@ class PerKindDerivatives(PerKindForm):
         K_end = L.workspace.span("b").stop          # R, l, H, V, a, b: the kinematics the tip to base step reads
         assert L.workspace["R"] == 0 and L.workspace["f"] == L.workspace["alpha"] + 6
         kinds, parent = f"sg_{nm}_kind", f"sg_{nm}_parent"
-        args = "(k, q, u, p, ws, dT, mats)"
-        dargs = "(k, q, u, p, ws, dws, sq, su, dT)"
         kin = self._table("dv_velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
         rb = self._table("dv_rnea_base", self._rnea_base, "Newton-Euler base to tip: alpha, f = M alpha + b - f_ext")
         rt = self._table("dv_rnea_tip", self._rnea_tip, "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f into "
@@ -820,44 +869,52 @@ class PerKindDerivatives(PerKindForm):
                         "    " + ", ".join(f"sg_{nm}_dseed_{k.index}" for k in self.kinds), "};"]
         ub = [b.k for b in self.bodies for _ in range(b.nu)]
         qb = [b.k for b in self.bodies for _ in range(L.nqh[b.k])]
-        ints = lambda xs: ", ".join(map(str, xs)) or "0"  # noqa: E731
-        id_ = [f"double ws[{nb * S}], dws[{nb * S}], sq[{max(nq, 1)}], su[{max(nu, 1)}], dT[{max(nu, 1)}];",
-               f"int mark[{nb}];  /* from the direction's body b on: 1 for the bodies it moves (b's subtree) */",
-               f"static const int u_body[{max(nu, 1)}] = {{{ints(ub)}}};  /* the body of each U */",
-               f"static const int q_body[{max(nq, 1)}] = {{{ints(qb)}}};  /* the body of each Q */",
-               "int k, i, d, b, c, nd, ndq = tangent ? " + f"{nu} : {nq};",
-               "double *mats = 0;",
-               "/* the values: kinematics, Newton-Euler base to tip, tip to base (each f with its children's) */",
-               f"for (k = 0; k < {nb}; ++k) {kin}[{kinds}[k]]{args};",
-               f"for (k = 0; k < {nb}; ++k) {rb}[{kinds}[k]]{args};",
-               f"for (k = {nb - 1}; k >= 0; --k) {rt}[{kinds}[k]]{args};",
-               f"sg_{nm}_mass_matrix(q, u, p, out + ndq * {nu} + {nu * nu});  /* dT/dUdot = M */",
-               f"for (i = 0; i < {nq}; ++i) sq[i] = 0.0;",
-               f"for (i = 0; i < {nu}; ++i) su[i] = 0.0;",
-               f"nd = ndq + {nu};",
-               "for (d = 0; d < nd; ++d) {  /* direction d: Q (tangent: along N(Q) e_d; else Q_d), then U */",
-               "    if (d >= ndq) { b = u_body[d - ndq]; su[d - ndq] = 1.0; }",
-               "    else if (tangent) { b = u_body[d]; c = d - " + f"sg_{nm}_u0[b]; sg_{nm}_dseed[{kinds}[b]](b, c, q, u, sq); }}",
-               "    else { b = q_body[d]; sq[d] = 1.0; }",
-               f"    for (k = b; k < {nb}; ++k) mark[k] = k == b || ({parent}[k] >= b && mark[{parent}[k]]);",
-               "    /* the subtree's steps write every tangent they read before reading it, but b's own read its",
-               "     * parent's V and alpha; the ancestors' tip to base steps read their kinematics' and the f their",
-               "     * children add into: zero on the ancestors */",
-               f"    for (k = {parent}[b]; k >= 0; k = {parent}[k]) {{",
-               f"        for (i = 0; i < {K_end}; ++i) dws[{S} * k + i] = 0.0;  /* R, l, H, V, a, b */",
-               f"        for (i = 0; i < 12; ++i) dws[{S} * k + {L.workspace['alpha']} + i] = 0.0;  /* alpha, f */",
-               "    }",
-               f"    for (i = 0; i < {nu}; ++i) dT[i] = 0.0;",
-               f"    for (k = b; k < {nb}; ++k) if (mark[k]) {dkin}[{kinds}[k]]{dargs};",
-               f"    for (k = b; k < {nb}; ++k) if (mark[k]) {drb}[{kinds}[k]]{dargs};",
-               f"    for (k = {nb - 1}; k >= b; --k) if (mark[k]) {drt}[{kinds}[k]]{dargs};",
-               f"    for (k = {parent}[b]; k >= 0; k = {parent}[k]) {drt}[{kinds}[k]]{dargs};  /* the ancestors */",
-               f"    for (i = 0; i < {nu}; ++i)  /* into column d of out */",
-               f"        out[d < ndq ? i * ndq + d : ndq * {nu} + i * {nu} + d - ndq] = dT[i];",
-               f"    if (d >= ndq) su[d - ndq] = 0.0;",
-               f"    else for (i = 0; i < {nq}; ++i) sq[i] = 0.0;",
-               "}",
-               "return 0;"]
+        k, d, b, c, i, ndq = (P.Var(v) for v in ("k", "d", "b", "c", "i", "ndq"))
+        args = ("q", "u", "p", "ws", "dT", None)
+        dargs = ("q", "u", "p", "ws", "dws", "sq", "su", "dT")
+
+        def marked(tbl):
+            return P.If(P.Cmp(P.Lookup("mark", k), "!=", 0), [P.Step(tbl, kinds, k, dargs)])
+
+        u_dir = P.add(d, P.mul(-1, ndq))            # direction d's U, for d >= ndq
+        prog = P.Program([
+            P.Locals(arrays=(("ws", nb * S), ("dws", nb * S), ("sq", nq), ("su", nu), ("dT", nu)),
+                     tables=(("u_body", tuple(ub)), ("q_body", tuple(qb))), ints=(("mark", nb),),
+                     comment="u_body, q_body: the body of each U and Q; mark: from the direction's body b on, 1 for "
+                             "the bodies it moves (b's subtree)"),
+            P.Let("ndq", P.Select(P.Cmp(P.Var("tangent"), "!=", 0), nu, nq)),
+            P.Comment("the values: kinematics, Newton-Euler base to tip, tip to base (each f with its children's)"),
+            P.Loop("k", 0, nb, [P.Step(kin, kinds, k, args)]),
+            P.Loop("k", 0, nb, [P.Step(rb, kinds, k, args)]),
+            P.Loop("k", 0, nb, [P.Step(rt, kinds, k, args)], down=True),
+            P.Invoke(f"sg_{nm}_mass_matrix", ("q", "u", "p", P.At("out", P.add(P.mul(ndq, nu), nu * nu))), check=False),
+            P.Zero("sq", 0, nq), P.Zero("su", 0, nu),
+            P.Let("nd", P.add(ndq, nu)),
+            P.Comment("direction d: Q (tangent: along N(Q) e_d; else Q_d), then U"),
+            P.Loop("d", 0, P.Var("nd"), [
+                P.If(P.Cmp(d, ">=", ndq), [P.Let("b", P.Lookup("u_body", u_dir)), P.Set(P.Elem("su", u_dir), P.Num(1.0))],
+                     [P.If(P.Cmp(P.Var("tangent"), "!=", 0),
+                           [P.Let("b", P.Lookup("u_body", d)), P.Let("c", P.add(d, P.mul(-1, P.Lookup(f"sg_{nm}_u0", b)))),
+                            P.Step(f"sg_{nm}_dseed", kinds, b, (c, "q", "u", "sq"))],
+                           [P.Let("b", P.Lookup("q_body", d)), P.Set(P.Elem("sq", d), P.Num(1.0))])]),
+                P.Loop("k", b, nb, [P.SetInt("mark", k, P.Select(P.Cmp(k, "==", b), 1, P.Select(
+                    P.Cmp(P.Lookup(parent, k), ">=", b), P.Lookup("mark", P.Lookup(parent, k)), 0)))]),
+                P.Comment("the subtree's steps write every tangent they read before reading it, but b's own read its "
+                          "parent's V and alpha; the ancestors' tip to base steps read their kinematics' and the f "
+                          "their children add into: zero on the ancestors"),
+                P.Ancestors("k", b, parent, [P.Zero("dws", P.mul(S, k), K_end, "R, l, H, V, a, b"),
+                                             P.Zero("dws", P.add(P.mul(S, k), L.workspace["alpha"]), 12, "alpha, f")]),
+                P.Zero("dT", 0, nu),
+                P.Loop("k", b, nb, [marked(dkin)]), P.Loop("k", b, nb, [marked(drb)]),
+                P.Loop("k", b, nb, [marked(drt)], down=True),
+                P.Ancestors("k", b, parent, [P.Step(drt, kinds, k, dargs)]),
+                P.Comment("into column d of out"),
+                P.Loop("i", 0, nu, [P.Set(P.Elem("out", P.Select(
+                    P.Cmp(d, "<", ndq), P.add(P.mul(i, ndq), d), P.add(P.mul(ndq, nu), P.mul(i, nu), u_dir))),
+                    P.Elem("dT", i))]),
+                P.If(P.Cmp(d, ">=", ndq), [P.Set(P.Elem("su", u_dir), P.Num(0.0))], [P.Zero("sq", 0, nq)])]),
+            P.Return(0)])
+        id_ = c_lines(prog)
         # lam[i]: the U before U_i on the path to the root (the previous U of its body, else the last U of the
         # nearest ancestor with one), -1 at the root: M's sparsity (M_ij = 0 unless one is on the other's path)
         last, lam = {}, []
@@ -871,54 +928,7 @@ class PerKindDerivatives(PerKindForm):
                 prev = b.u0 + c
             if b.nu:
                 last[b.k] = prev
-        P = L.params
-        fd = [f"double pu[{P.size}], udot[{max(nu, 1)}], Lf[{max(nu * nu, 1)}];",
-              f"static const int lam[{max(nu, 1)}] = {{{ints(lam)}}};  /* the U before each U on its path to the root */",
-              "int i, j, d, s, b, c, ndq = tangent ? " + f"{nu} : {nq};",
-              f"double *Minv = out + ndq * {nu} + {nu * nu};",
-              f"if ((s = sg_{nm}_forward_dynamics(q, u, p, udot)) != 0) return s;",
-              f"for (i = 0; i < {P.size}; ++i) pu[i] = p[i];",
-              f"for (i = 0; i < {nu}; ++i) pu[{P['tau']} + i] = udot[i];",
-              "/* dRNEA at FD's Udot (dUdot = -M^-1 dRNEA along Q and U) and M (the third block) */",
-              f"if ((s = sg_{nm}_id_derivatives(q, u, pu, tangent, out)) != 0) return s;",
-              "/* M = L^T L, L lower triangular with M's sparsity (Featherstone's LTL factorization: no fill-in) */",
-              f"for (i = 0; i < {nu * nu}; ++i) Lf[i] = Minv[i];",
-              f"for (d = {nu - 1}; d >= 0; --d) {{",
-              f"    if (!(Lf[d * {nu} + d] > 0.0)) return -3;  /* M is not positive definite */",
-              f"    Lf[d * {nu} + d] = sqrt(Lf[d * {nu} + d]);",
-              f"    for (i = lam[d]; i >= 0; i = lam[i]) Lf[d * {nu} + i] /= Lf[d * {nu} + d];",
-              f"    for (i = lam[d]; i >= 0; i = lam[i])",
-              f"        for (j = i; j >= 0; j = lam[j]) Lf[i * {nu} + j] -= Lf[d * {nu} + i] * Lf[d * {nu} + j];",
-              "}",
-              "/* the three blocks of out (row-major nU x m: dRNEA/dQ, dRNEA/dU, then M^-1's identity), each solved for all",
-              " * its m columns at once, row by row (L's row read once, the columns contiguous): -M^-1 dRNEA, M^-1 */",
-              "for (b = 0; b < 3; ++b) {",
-              f"    double *B = b == 0 ? out : b == 1 ? out + ndq * {nu} : Minv;",
-              f"    const int m = b == 0 ? ndq : {nu};",
-              f"    if (b < 2) for (i = 0; i < {nu} * m; ++i) B[i] = -B[i];",
-              f"    else for (i = 0; i < {nu}; ++i) for (c = 0; c < {nu}; ++c) B[i * {nu} + c] = i == c ? 1.0 : 0.0;",
-              f"    for (i = {nu - 1}; i >= 0; --i) {{  /* L^T Y = B */",
-              "        double *restrict r = B + i * m;",
-              f"        const double lii = Lf[i * {nu} + i];",
-              "        for (c = 0; c < m; ++c) r[c] /= lii;",
-              "        for (j = lam[i]; j >= 0; j = lam[j]) {",
-              "            double *restrict rj = B + j * m;",
-              f"            const double lij = Lf[i * {nu} + j];",
-              "            for (c = 0; c < m; ++c) rj[c] -= lij * r[c];",
-              "        }",
-              "    }",
-              f"    for (i = 0; i < {nu}; ++i) {{  /* L X = Y */",
-              "        double *restrict r = B + i * m;",
-              f"        const double lii = Lf[i * {nu} + i];",
-              "        for (j = lam[i]; j >= 0; j = lam[j]) {",
-              "            const double *restrict rj = B + j * m;",
-              f"            const double lij = Lf[i * {nu} + j];",
-              "            for (c = 0; c < m; ++c) r[c] -= lij * rj[c];",
-              "        }",
-              "        for (c = 0; c < m; ++c) r[c] /= lii;",
-              "    }",
-              "}",
-              "return 0;"]
+        fd = c_lines(self._fd_derivatives_program(lam, nq))
         # FD: its solves' inner loops run over a block's columns, contiguous: a copy compiled for AVX-512 (8 columns
         # a vector; the same operations per column, so the same bits) beside the baseline one (2 a vector on x86-64)
         head = "(const double *q, const double *u, const double *p, int tangent, double *out)"

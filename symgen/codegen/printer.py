@@ -22,12 +22,62 @@ def index(x) -> str:
     if isinstance(x, P.Lookup):
         return f"{x.table}[{index(x.index)}]"
     if isinstance(x, P.Sum):
-        return " + ".join(index(t) for t in x.terms)
+        text = index(x.terms[0])
+        for t in x.terms[1:]:
+            if isinstance(t, int) and t < 0:
+                text += f" - {-t}"
+            elif isinstance(t, P.Prod) and t.a == -1:
+                text += f" - {index(t.b)}"
+            else:
+                text += f" + {index(t)}"
+        return text
+    if isinstance(x, P.Select):
+        return f"({condition(x.cond)} ? {index(x.a)} : {index(x.b)})"
     if isinstance(x, P.Prod):
         def factor(f):
             return f"({index(f)})" if isinstance(f, P.Sum) else index(f)
         return f"{factor(x.a)} * {factor(x.b)}"
     raise TypeError(f"{x!r} is not an index expression")
+
+
+def condition(c: P.Cmp) -> str:
+    return f"{index(c.a)} {c.op} {index(c.b)}"
+
+
+def expr(x) -> str:
+    """A double expression in C."""
+    if isinstance(x, P.Elem):
+        return f"{x.array}[{index(x.index)}]"
+    if isinstance(x, P.Scalar):
+        return x.name
+    if isinstance(x, P.Num):
+        return _const(x.value)
+    if isinstance(x, P.Neg):
+        return f"-{_operand(x.a)}"
+    if isinstance(x, P.Fn):
+        return f"{x.name}({expr(x.a)})"
+    if isinstance(x, P.Bin):
+        return f"{_operand(x.a)} {x.op} {_operand(x.b)}"
+    raise TypeError(f"{x!r} is not a double expression")
+
+
+def _operand(x) -> str:
+    return f"({expr(x)})" if isinstance(x, P.Bin) else expr(x)
+
+
+def _const(x) -> str:
+    text = repr(float(x))
+    return text if any(ch in text for ch in ".e") else text + ".0"
+
+
+def _arg(a) -> str:
+    if a is None:
+        return "0"
+    if isinstance(a, str):
+        return P._ident(a)
+    if isinstance(a, P.At):
+        return _at(a.array, a.offset)
+    return index(a)
 
 
 def _at(array: str, offset) -> str:
@@ -48,7 +98,7 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=()) -> list:
     stmts = list(prog.walk())
     if any(isinstance(s, (P.Zero, P.Copy)) for s in stmts):
         ints.append("i")
-    if not lanes and any(isinstance(s, P.Step) and s.check for s in stmts):
+    if not lanes and any(isinstance(s, (P.Step, P.Invoke)) and s.check for s in stmts):
         ints.append("s")
     ints = [v for v in dict.fromkeys(ints) if v not in declared]
     for s in prog.body:
@@ -56,6 +106,8 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=()) -> list:
             if s.arrays or s.pointers:
                 names = [f"{a}[{max(int(n), 1)}]" for a, n in s.arrays] + [f"*{p}" for p in s.pointers]
                 out.append(f"{elem} {', '.join(names)};" + (f"  /* {s.comment} */" if s.comment else ""))
+            for name, n in s.ints:
+                out.append(f"int {name}[{max(int(n), 1)}];")
             for name, values in s.tables:
                 out.append(f"static const int {name}[{max(len(values), 1)}] = {{{', '.join(map(str, values)) or '0'}}};")
     if ints:
@@ -74,6 +126,8 @@ def _block(body, lanes, elem) -> list:
 
 
 def _nest(head: str, body, lanes, elem) -> list:
+    if len(body) == 1 and isinstance(body[0], P.Block):     # a loop's body is a scope already
+        body = body[0].body
     inner = _block(body, lanes, elem)
     if len(inner) == 1:
         return [f"{head} {inner[0]}"]
@@ -90,9 +144,37 @@ def _stmt(s, lanes: bool, elem: str) -> list:
         return _nest(head, s.body, lanes, elem)
     if isinstance(s, P.Ancestors):
         v = s.var
-        return _nest(f"for ({v} = {s.parent}[{index(s.of)}]; {v} >= 0; {v} = {s.parent}[{v}])", s.body, lanes, elem)
+        first = index(s.of) if s.inclusive else f"{s.parent}[{index(s.of)}]"
+        return _nest(f"for ({v} = {first}; {v} >= 0; {v} = {s.parent}[{v}])", s.body, lanes, elem)
+    if isinstance(s, P.Block):
+        lines = [ln for x in s.body for ln in _stmt(x, lanes, elem)]
+        return ["{"] + ["    " + ln for ln in lines] + ["}"]
+    if isinstance(s, P.If):
+        then = _block(s.then, lanes, elem)
+        out = [f"if ({condition(s.cond)}) {then[0]}"] + then[1:]
+        if s.orelse:
+            chained = len(s.orelse) == 1 and isinstance(s.orelse[0], P.If)      # else if
+            other = _stmt(s.orelse[0], lanes, elem) if chained else _block(s.orelse, lanes, elem)
+            out += [f"else {other[0]}"] + other[1:]
+        return out
+    if isinstance(s, P.Set):
+        return [f"{expr(s.target)} {s.op} {expr(s.value)};"]
+    if isinstance(s, P.Def):
+        return [f"const {elem} {s.name} = {expr(s.value)};"]
+    if isinstance(s, P.Bind):
+        return [f"{elem} *restrict {s.name} = {_at(s.array, s.offset)};"]
+    if isinstance(s, P.SetInt):
+        return [f"{s.array}[{index(s.index)}] = {index(s.value)};"]
+    if isinstance(s, P.Let):
+        return [f"{s.name} = {index(s.value)};"]
+    if isinstance(s, P.Check):
+        why = f"  /* {s.why} */" if s.why else ""
+        return [f"if (!({expr(s.value)} > 0.0)) return {int(s.status)};{why}"]
+    if isinstance(s, P.Invoke):
+        call = f"{P._ident(s.function)}({', '.join(_arg(a) for a in s.args)})"
+        return [f"if ((s = {call}) != 0) return s;"] if s.check and not lanes else [f"{call};"]
     if isinstance(s, P.Step):
-        args = ", ".join([index(s.body)] + ["0" if a is None else P._ident(a) for a in s.args])
+        args = ", ".join([index(s.body)] + [_arg(a) for a in s.args])
         call = f"{s.table}[{s.kinds}[{index(s.body)}]]({args})"
         if s.check and not lanes:
             return [f"if ((s = {call}) != 0) return s;"]

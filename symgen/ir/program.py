@@ -118,6 +118,66 @@ def mul(a, b):
     return Prod(a, b)
 
 
+@dataclass(frozen=True)
+class Cmp:
+    """An integer comparison ``a op b`` (op one of ``<``, ``<=``, ``==``, ``!=``, ``>=``, ``>``; a condition)."""
+    a: object
+    op: str
+    b: object
+
+    def __post_init__(self):
+        if self.op not in ("<", "<=", "==", "!=", ">=", ">"):
+            raise ValueError(f"{self.op!r} is not a comparison")
+
+
+@dataclass(frozen=True)
+class Select(IntExpr):
+    """``a`` where ``cond`` holds, else ``b`` (integers)."""
+    cond: Cmp
+    a: object
+    b: object
+
+
+# ---- double expressions: entries of the element arrays, named scalars, literals, arithmetic ------------
+
+@dataclass(frozen=True)
+class Elem:
+    """Entry ``index`` of the element array (or pointer local) ``array``."""
+    array: str
+    index: object
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A named double (:class:`Def`)."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Num:
+    value: float
+
+
+@dataclass(frozen=True)
+class Bin:
+    """``a op b`` for op one of ``+ - * /``."""
+    op: str
+    a: object
+    b: object
+
+
+@dataclass(frozen=True)
+class Neg:
+    a: object
+
+
+@dataclass(frozen=True)
+class Fn:
+    """A function of C's math library (``sqrt``) of one double."""
+    name: str
+    a: object
+
+
 # ---- statements ------------------------------------------------------------------------------------------
 
 @dataclass
@@ -132,11 +192,13 @@ class Loop:
 
 @dataclass
 class Ancestors:
-    """``var`` over the ancestors of body ``of``, nearest first: ``var = parent[of]; var >= 0; var = parent[var]``."""
+    """``var`` over the ancestors of ``of`` in the tree the table ``parent`` describes (-1 ends the path), nearest
+    first: ``var = parent[of]; var >= 0; var = parent[var]`` (``inclusive``: from ``of`` itself)."""
     var: str
     of: object
     parent: str
     body: list
+    inclusive: bool = False
 
 
 @dataclass
@@ -193,6 +255,68 @@ class Swap:
 
 
 @dataclass
+class Set:
+    """``target op value`` for op one of ``=``, ``+=``, ``-=``, ``/=`` (``target`` an :class:`Elem`)."""
+    target: Elem
+    value: object
+    op: str = "="
+
+
+@dataclass
+class Def:
+    """A named double of the enclosing block, ``name = value`` (read as :class:`Scalar`)."""
+    name: str
+    value: object
+
+
+@dataclass
+class Bind:
+    """A pointer of the enclosing block to ``array[offset]`` that no other pointer of the block aliases
+    (C's ``restrict``): the rows of a dense solve."""
+    name: str
+    array: str
+    offset: object = 0
+
+
+@dataclass
+class Block:
+    """A scope: its :class:`Def` and :class:`Bind` names live until its end."""
+    body: list
+
+
+@dataclass
+class Let:
+    """The integer local ``name`` = ``value``."""
+    name: str
+    value: object
+
+
+@dataclass
+class If:
+    """``then`` where ``cond`` (a :class:`Cmp`) holds, else ``orelse``."""
+    cond: Cmp
+    then: list
+    orelse: list = field(default_factory=list)
+
+
+@dataclass
+class Check:
+    """Stop with ``status`` (an int) unless ``value > 0`` (a pivot)."""
+    value: object
+    status: int
+    why: str | None = None
+
+
+@dataclass
+class Invoke:
+    """A call of another generated function for what it writes; ``args``: identifiers (arrays, pointers, integer
+    locals), index expressions or None (a null pointer).  ``check``: its nonzero status stops the program with it."""
+    function: str
+    args: tuple
+    check: bool = True
+
+
+@dataclass
 class Comment:
     text: str
 
@@ -204,12 +328,29 @@ class Return:
 
 
 @dataclass
+class SetInt:
+    """Entry ``index`` of the integer local array ``array`` = ``value`` (an index expression; read back as
+    :class:`Lookup`)."""
+    array: str
+    index: object
+    value: object
+
+
+@dataclass(frozen=True)
+class At:
+    """An argument of :class:`Invoke`: the address of ``array[offset]``."""
+    array: str
+    offset: object
+
+
+@dataclass
 class Locals:
-    """Local arrays of the element type (``arrays``: (name, size)), pointer locals to it (``pointers``) and
-    integer tables of constants (``tables``: (name, values))."""
+    """Local arrays of the element type (``arrays``: (name, size)), pointer locals to it (``pointers``), integer
+    tables of constants (``tables``: (name, values)) and integer arrays (``ints``: (name, size))."""
     arrays: tuple = ()
     pointers: tuple = ()
     tables: tuple = ()
+    ints: tuple = ()
     comment: str | None = None
 
 
@@ -225,12 +366,16 @@ class Program:
         while stack:
             s = stack.pop()
             yield s
-            if isinstance(s, (Loop, Ancestors)):
+            if isinstance(s, (Loop, Ancestors, Block)):
                 stack.extend(reversed(s.body))
+            elif isinstance(s, If):
+                stack.extend(reversed(s.then + s.orelse))
 
     def loop_vars(self) -> list:
+        """The integer locals the program's loops and :class:`Let` statements assign, in order."""
         seen = []
         for s in self.walk():
-            if isinstance(s, (Loop, Ancestors)) and s.var not in seen:
-                seen.append(s.var)
+            v = s.var if isinstance(s, (Loop, Ancestors)) else s.name if isinstance(s, Let) else None
+            if v is not None and v not in seen:
+                seen.append(v)
         return seen
