@@ -1092,7 +1092,7 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
             "why": plan["why"], "dyn_bodies": dyn}
 
 
-def traced_programs(model, layout: dict, slugs: dict) -> dict:
+def traced_programs(model, layout: dict, slugs: dict, name: str | None = None) -> dict:
     """The typed programs (:class:`symgen.ir.tape.Tape`) of a tree's straight-line entry points, for a printer other
     than C's (the tests' numpy printer): ``{"bodies": [BodyInfo], "layout": ModelLayout, "programs": {kind: Tape}}``
     with kind in fd (ATBI), id (Newton-Euler), mm (the mass matrix), cm (the centroidal momentum matrix), cd (its
@@ -1101,7 +1101,10 @@ def traced_programs(model, layout: dict, slugs: dict) -> dict:
     layout's params) and the hinge kernels' outputs ``X<k>`` (transform, 4 x 4), ``H<k>`` (coord map, 6 x nU),
     ``Hd<k>`` (its derivative) of body k, and writes ``out``; and idd, inverse dynamics' derivatives along the
     tangent (:func:`symgen.codegen.derivatives.trace_rnea_derivatives`, which says what else it reads), for a
-    tree of rigid bodies."""
+    tree of rigid bodies.  ``looped``: the looped programs (:class:`symgen.ir.program.Program`) named by the
+    model's C ``name`` (when given): ``fd_derivatives``, forward dynamics' derivatives from inverse dynamics' by
+    the LTL factorization of M and its solves, which calls ``sg_<name>_forward_dynamics`` and
+    ``sg_<name>_id_derivatives``."""
     from ..abi.layout import ModelLayout
     from ..model.parameters import resolve
 
@@ -1113,7 +1116,14 @@ def traced_programs(model, layout: dict, slugs: dict) -> dict:
     if L.nu and not any(b.flex for b in bodies):
         from .derivatives import trace_rnea_derivatives
         tapes["idd"] = trace_rnea_derivatives(bodies, L, layout, lambda T, bs: parametric_bodies(T, bs, L))
-    return {"bodies": bodies, "layout": L, "programs": {k: T for k, T in tapes.items() if T is not None}}
+    looped = {}
+    if name is not None and L.nu and not any(b.flex for b in bodies):
+        from .perkind import PerKindDerivatives
+
+        pk = PerKindDerivatives(bodies, L, name, layout)
+        looped["fd_derivatives"] = pk.fd_derivatives_program(sum(layout[b.name]["nq"] for b in model.bodies))
+    return {"bodies": bodies, "layout": L, "programs": {k: T for k, T in tapes.items() if T is not None},
+            "looped": looped}
 
 
 def kernel_arrays(T, bodies) -> list:

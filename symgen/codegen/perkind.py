@@ -786,13 +786,29 @@ class PerKindDerivatives(PerKindForm):
     def _tangent_table(self, step, trace, doc):
         return self._table(step, trace, doc, signature=_TANGENT_SIGNATURE, params=_TANGENT_PARAMS, dual=self._dual)
 
-    def _fd_derivatives_program(self, lam, nq: int) -> P.Program:
+    def u_path(self) -> list:
+        """``lam[i]``: the U before U_i on its path to the root (the previous U of its body, else the last U of the
+        nearest ancestor with one), -1 at the root: M's sparsity (M_ij = 0 unless one is on the other's path)."""
+        last, lam = {}, []
+        for b in self.bodies:
+            up = b.parent
+            while up >= 0 and up not in last:
+                up = self.bodies[up].parent
+            prev = last.get(up, -1)
+            for c in range(b.nu):
+                lam.append(prev)
+                prev = b.u0 + c
+            if b.nu:
+                last[b.k] = prev
+        return lam
+
+    def fd_derivatives_program(self, nq: int) -> P.Program:
         """Forward dynamics' derivatives from inverse dynamics' (``dUdot = M^-1 (dT - dRNEA)`` at FD's Udot): the
         derivatives of ID at FD's Udot, then M = L^T L with L of M's tree sparsity (Featherstone's LTL
         factorization: ``lam[i]``, the U before U_i on its path to the root, so no fill-in) and the two sparse
         triangular solves, each for all the m columns of one of out's three blocks at once, row by row (L's row
-        read once, the columns contiguous): -M^-1 dRNEA/dQ, -M^-1 dRNEA/dU, M^-1."""
-        nm, L, nu = self.name, self.L, self.L.nu
+        read once, the columns contiguous): -M^-1 dRNEA/dQ, -M^-1 dRNEA/dU, M^-1 (``nq``: the model's Q count)."""
+        nm, L, nu, lam = self.name, self.L, self.L.nu, self.u_path()
         prm = L.params
         d, i, j, c, b, m, ndq = (P.Var(v) for v in ("d", "i", "j", "c", "b", "m", "ndq"))
         Lf = lambda r, col: P.Elem("Lf", P.add(P.mul(r, nu), col))  # noqa: E731
@@ -915,20 +931,7 @@ class PerKindDerivatives(PerKindForm):
                 P.If(P.Cmp(d, ">=", ndq), [P.Set(P.Elem("su", u_dir), P.Num(0.0))], [P.Zero("sq", 0, nq)])]),
             P.Return(0)])
         id_ = c_lines(prog)
-        # lam[i]: the U before U_i on the path to the root (the previous U of its body, else the last U of the
-        # nearest ancestor with one), -1 at the root: M's sparsity (M_ij = 0 unless one is on the other's path)
-        last, lam = {}, []
-        for b in self.bodies:
-            up = b.parent
-            while up >= 0 and up not in last:
-                up = self.bodies[up].parent
-            prev = last.get(up, -1)
-            for c in range(b.nu):
-                lam.append(prev)
-                prev = b.u0 + c
-            if b.nu:
-                last[b.k] = prev
-        fd = c_lines(self._fd_derivatives_program(lam, nq))
+        fd = c_lines(self.fd_derivatives_program(nq))
         # FD: its solves' inner loops run over a block's columns, contiguous: a copy compiled for AVX-512 (8 columns
         # a vector; the same operations per column, so the same bits) beside the baseline one (2 a vector on x86-64)
         head = "(const double *q, const double *u, const double *p, int tangent, double *out)"

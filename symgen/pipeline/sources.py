@@ -245,11 +245,11 @@ def model_identifier(name: str) -> str:
 def model_programs(model) -> dict:
     """The typed programs of a model's straight-line entry points (:func:`symgen.codegen.emit.traced_programs`: the
     IR the C printer prints; the tests print it a second way), with the model's hinge layout (``layout``: Q and U
-    of each body) as :func:`model_sources` computes it."""
+    of each body) as :func:`model_sources` computes it, and its looped programs (``looped``)."""
     from ..codegen.emit import traced_programs
 
     _, slugs, layout, _, _ = _hinge_layout(model)
-    return {**traced_programs(model, layout, slugs), "hinge_layout": layout}
+    return {**traced_programs(model, layout, slugs, name=model_identifier(model.name)), "hinge_layout": layout}
 
 
 def _hinge_layout(model):
