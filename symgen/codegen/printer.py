@@ -112,6 +112,8 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=()) -> list:
                 out.append(f"static const int {name}[{max(len(values), 1)}] = {{{', '.join(map(str, values)) or '0'}}};")
     if ints:
         out.append(f"int {', '.join(ints)};")
+    if lanes and any(isinstance(s, P.Zero) for s in stmts):
+        out.append("const sg_vd sg_vd_zero = {0.0};")
     for s in prog.body:
         if not isinstance(s, P.Locals):
             out += _stmt(s, lanes, elem)
@@ -181,9 +183,8 @@ def _stmt(s, lanes: bool, elem: str) -> list:
         return [f"{call};"]
     if isinstance(s, P.Zero):
         why = f"  /* {s.why} */" if s.why else ""
-        if lanes:
-            return [f"for (i = 0; i < {index(s.n)}; ++i) for (l = 0; l < SG_W; ++l) "
-                    f"{s.array}[{_plus(s.offset)}][l] = 0.0;{why}"]
+        if lanes:                  # whole vectors (a store of each lane's double is 8 stores, and slower)
+            return [f"for (i = 0; i < {index(s.n)}; ++i) {s.array}[{_plus(s.offset)}] = sg_vd_zero;{why}"]
         return [f"for (i = 0; i < {index(s.n)}; ++i) {s.array}[{_plus(s.offset)}] = 0.0;{why}"]
     if isinstance(s, P.Copy):
         return [f"for (i = 0; i < {index(s.n)}; ++i) {s.dst}[{_plus(s.dst_offset)}] = {s.src}[{_plus(s.src_offset)}];"]
