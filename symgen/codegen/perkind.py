@@ -1231,6 +1231,103 @@ class PerKindDerivatives(PerKindForm):
                 "out_size": out_size, "unused": [], "before": before, "with_function": True,
                 "sincos": any("sg_sincos_split_lanes(" in x for x in functions)}
 
+    def _lane_derivatives_program(self, nq, width, o, values, seeded_steps, carried_steps, ancestor_step, u_order,
+                                  q_order) -> P.Program:
+        """The driver of :meth:`emit_lane_derivatives` for ``width`` directions at once, as a looped program: the
+        values once (``values``: the kinematics, Newton-Euler base to tip and tip to base tables), then per block of
+        ``width`` directions (neighbours in the depth-first orders ``u_order`` and ``q_order``) the seeds, the
+        block's subtrees (``mark``), the bodies it seeds (``seeded``: their hinges' tangents; the others of the
+        subtrees run ``carried_steps``) and their ancestors outside them (``anc``: forces passed through,
+        ``ancestor_step``), each direction's column of out (``width`` adjacent columns of one block at once), the
+        seeds off.  ``o``: the workspace's size (:func:`rnea_workspace`)."""
+        nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
+        kinds, parent, u0, q0 = (f"sg_{nm}_{t}" for t in ("kind", "parent", "u0", "q0"))
+        k, i, d, b, l, s0, nl, ndq = (P.Var(v) for v in ("k", "i", "d", "b", "l", "s0", "nl", "ndq"))
+        kin, rb, rt = values
+        (dkin, drb, drt), (ckin, crb, crt) = seeded_steps, carried_steps
+        ub = tuple(b_.k for b_ in self.bodies for _ in range(b_.nu))
+        qb = tuple(b_.k for b_ in self.bodies for _ in range(L.nqh[b_.k]))
+        args, dargs = ("q", "u", "p", "ws", "tv", None), ("q", "u", "p", "ws", "dws", "sq", "su", "dT")
+        on = lambda tbl, x: P.Cmp(P.Lookup(tbl, x), "!=", 0)                                   # noqa: E731
+        minus = lambda a, x: P.add(a, P.mul(-1, x))                                            # noqa: E731
+        par = P.Lookup(parent, k)
+        q_of = lambda: P.Loop("i", P.Lookup(q0, b), P.add(P.Lookup(q0, b), P.Lookup("q_count", b)), [])  # noqa: E731
+        seed_q = q_of()
+        seed_q.body = [P.Set(P.Elem("sq", i, lane=l), P.Elem("sqs", i)), P.Set(P.Elem("sqs", i), P.Num(0.0))]
+        unseed_q = q_of()
+        unseed_q.body = [P.Set(P.Elem("sq", i, lane=l), P.Num(0.0))]
+        dws_at = lambda fld: P.Elem("dws", P.add(P.Lookup(f"sg_{nm}_dl_ws", k), rnea_workspace(0)[fld], i))  # noqa: E731
+
+        def pick(flag, a, b_):
+            return P.If(on(flag, k), [P.Step(a, kinds, k, dargs)], [P.Step(b_, kinds, k, dargs)])
+
+        return P.Program([
+            P.Locals(arrays=(("ws", o), ("tv", nu), ("sqs", nq)), vectors=(("dws", o), ("sq", nq), ("su", nu), ("dT", nu)),
+                     ints=(("mark", nb), ("seeded", nb), ("anc", nb), ("dl", width), ("ol", width), ("ml", width)),
+                     tables=(("u_body", ub), ("q_body", qb), ("q_count", tuple(L.nqh[b_.k] for b_ in self.bodies)),
+                             ("u_order", tuple(u_order)), ("q_order", tuple(q_order))),
+                     comment="mark: the block's subtrees; seeded: the bodies a direction of the block seeds; anc: their "
+                             "ancestors outside them; u_order, q_order: the U and the Q in the depth-first order of their "
+                             "bodies (a block of W directions moves W bodies' subtrees, and depth-first neighbours share "
+                             "theirs); dl, ol, ml: each lane's direction and its column of out, ol + row * ml"),
+            P.Let("ndq", P.Select(P.Cmp(P.Var("tangent"), "!=", 0), nu, nq)),
+            P.Comment("the values: kinematics, Newton-Euler base to tip, tip to base (each f with its children's)"),
+            P.Loop("k", 0, nb, [P.Step(kin, kinds, k, args)]), P.Loop("k", 0, nb, [P.Step(rb, kinds, k, args)]),
+            P.Loop("k", 0, nb, [P.Step(rt, kinds, k, args)], down=True),
+            P.Invoke(f"sg_{nm}_mass_matrix", ("q", "u", "p", P.At("out", P.add(P.mul(ndq, nu), nu * nu))), check=False),
+            P.Loop("i", 0, nq, [P.Set(P.Elem("sqs", i), P.Num(0.0)), P.Set(P.Elem("sq", i), P.Zeros())]),
+            P.Loop("i", 0, nu, [P.Set(P.Elem("su", i), P.Zeros())]),
+            P.Let("nd", P.add(ndq, nu)),
+            P.Comment(f"the directions in places s0 .. s0 + {width - 1} of that order"),
+            P.Loop("s0", 0, P.Var("nd"), step=width, body=[
+                P.Let("nl", P.Select(P.Cmp(minus(P.Var("nd"), s0), "<", width), minus(P.Var("nd"), s0), width)),
+                P.Loop("k", 0, nb, [P.SetInt("mark", k, 0), P.SetInt("seeded", k, 0), P.SetInt("anc", k, 0)]),
+                P.Comment("the seeds: Q (tangent: N(Q) e_d), then U"),
+                P.Loop("l", 0, nl, [
+                    P.Let("d", P.Select(P.Cmp(P.add(s0, l), ">=", ndq), P.add(ndq, P.Lookup("u_order", minus(P.add(s0, l), ndq))),
+                                        P.Select(P.Cmp(P.Var("tangent"), "!=", 0), P.Lookup("u_order", P.add(s0, l)),
+                                                 P.Lookup("q_order", P.add(s0, l))))),
+                    P.SetInt("dl", l, d),
+                    P.SetInt("ol", l, P.Select(P.Cmp(d, "<", ndq), d, P.add(P.mul(ndq, nu), minus(d, ndq)))),
+                    P.SetInt("ml", l, P.Select(P.Cmp(d, "<", ndq), ndq, nu)),
+                    P.If(P.Cmp(d, ">=", ndq), [P.Let("b", P.Lookup("u_body", minus(d, ndq))),
+                                               P.Set(P.Elem("su", minus(d, ndq), lane=l), P.Num(1.0))],
+                         [P.If(P.Cmp(P.Var("tangent"), "!=", 0),
+                               [P.Let("b", P.Lookup("u_body", d)),
+                                P.Step(f"sg_{nm}_dseed", kinds, b, (minus(d, P.Lookup(u0, b)), "q", "u", "sqs")),
+                                P.Comment("the seed moves b's own Q only"), seed_q],
+                               [P.Let("b", P.Lookup("q_body", d)), P.Set(P.Elem("sq", d, lane=l), P.Num(1.0))])]),
+                    P.SetInt("mark", b, 1), P.SetInt("seeded", b, 1)]),
+                P.Loop("k", 0, nb, [P.If(P.And((P.Cmp(par, ">=", 0), on("mark", par))), [P.SetInt("mark", k, 1)])]),
+                P.Loop("k", 0, nb, down=True, body=[P.If(
+                    P.And((P.Or((on("mark", k), on("anc", k))), P.Cmp(par, ">=", 0), P.Cmp(P.Lookup("mark", par), "==", 0))),
+                    [P.SetInt("anc", par, 1)])]),
+                P.Comment("the ancestors' tangents of what the moved bodies read (V, alpha: zero) and of f (zero, but "
+                          "for what their children add); their steps read no other"),
+                P.Loop("k", 0, nb, [P.If(on("anc", k), [P.Loop("i", 0, 6, [
+                    P.Set(dws_at(f), P.Zeros()) for f in ("V", "alpha", "f")])])]),
+                P.Loop("i", 0, nu, [P.Set(P.Elem("dT", i), P.Zeros())]),
+                P.Comment("the seeded bodies' steps with their hinges' tangents, the carried bodies' without"),
+                P.Loop("k", 0, nb, [P.If(on("mark", k), [pick("seeded", dkin, ckin)])]),
+                P.Loop("k", 0, nb, [P.If(on("mark", k), [pick("seeded", drb, crb)])]),
+                P.Loop("k", 0, nb, down=True, body=[P.If(on("mark", k), [pick("seeded", drt, crt)],
+                                                         [P.If(on("anc", k), [P.Step(ancestor_step, kinds, k, dargs)])])]),
+                P.Comment(f"{width} adjacent columns of one block of out: each row's at once"),
+                P.Let("whole", P.Select(P.Cmp(nl, "==", width), 1, 0)),
+                P.Loop("l", 1, nl, [P.If(P.Or((P.Cmp(P.Lookup("ol", l), "!=", P.add(P.Lookup("ol", 0), l)),
+                                               P.Cmp(P.Lookup("ml", l), "!=", P.Lookup("ml", 0)))), [P.Let("whole", 0)])]),
+                P.If(P.Cmp(P.Var("whole"), "!=", 0),
+                     [P.Loop("i", 0, nu, [P.Spill("out", P.add(P.Lookup("ol", 0), P.mul(i, P.Lookup("ml", 0))), P.Elem("dT", i))])],
+                     [P.Loop("i", 0, nu, [P.Loop("l", 0, nl, [P.Set(P.Elem("out", P.add(P.Lookup("ol", l), P.mul(i, P.Lookup("ml", l)))),
+                                                                    P.Elem("dT", i, lane=l))])])]),
+                P.Comment("the seeds off"),
+                P.Loop("l", 0, nl, [
+                    P.Let("d", P.Lookup("dl", l)),
+                    P.If(P.Cmp(d, ">=", ndq), [P.Set(P.Elem("su", minus(d, ndq), lane=l), P.Num(0.0))],
+                         [P.If(P.Cmp(P.Var("tangent"), "!=", 0), [P.Let("b", P.Lookup("u_body", d)), unseed_q],
+                               [P.Set(P.Elem("sq", d, lane=l), P.Num(0.0))])])])]),
+            P.Return(0)])
+
     def emit_lane_derivatives(self, nq: int) -> tuple:
         """The derivatives of inverse dynamics with the directions on lanes: ``(lines, dispatch)``.  ``lines``: for each
         width of the derivatives' vectors (``sg_dv8`` on AVX-512, ``sg_dv2``: helpers/derivatives.c) the tangent
@@ -1248,7 +1345,6 @@ class PerKindDerivatives(PerKindForm):
         self._record, self._ws_table = rnea_workspace, "dl_ws"
         offsets = self._offsets(rnea_workspace)
         o = offsets[-1]
-        kinds, parent = f"sg_{nm}_kind", f"sg_{nm}_parent"
         lines = ["#if SG_DERIVS",
                  "/* each body's block of the directions-on-lanes workspace (perkind.rnea_workspace), and the end */",
                  f"static const int sg_{nm}_dl_ws[{nb + 1}] = {{ {', '.join(map(str, offsets))} }};"]
@@ -1259,9 +1355,6 @@ class PerKindDerivatives(PerKindForm):
             rt = self._table("dvl_rnea_tip", self._rnea_tip, "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f "
                              "into the parent")
             lines += self.functions + self.tables + ["#endif"]
-            ub = [b.k for b in self.bodies for _ in range(b.nu)]
-            qb = [b.k for b in self.bodies for _ in range(L.nqh[b.k])]
-            ints = lambda xs: ", ".join(map(str, xs)) or "0"  # noqa: E731
             children = {b.k: [] for b in self.bodies}
             for b in self.bodies:
                 if b.parent >= 0:
@@ -1299,80 +1392,12 @@ class PerKindDerivatives(PerKindForm):
                                    "base at an ancestor of the moved bodies: f passed through", signature=sig,
                                    params=_TANGENT_PARAMS, dual=partial(self._dual, ancestor=True), lane=lane)
                 dkin, drb, drt = tabs
-                args = "(k, q, u, p, ws, tv, 0)"
-                dargs = "(k, q, u, p, ws, dws, sq, su, dT)"
-                zero = "(" + vec + "){0}"
-                driver = [
-                    f"/* the derivatives of inverse dynamics, {width} directions at once (a lane each) */",
-                    f"{target}static int sg_{nm}_id_derivatives_dl{width}(const double *q, const double *u, "
-                    "const double *p, int tangent, double *out)", "{",
-                    f"    double ws[{max(o, 1)}], tv[{max(nu, 1)}], sqs[{max(nq, 1)}];",
-                    f"    {vec} dws[{max(o, 1)}], sq[{max(nq, 1)}], su[{max(nu, 1)}], dT[{max(nu, 1)}];",
-                    f"    const {vec} zero = {zero};",
-                    f"    /* the block's subtrees; the bodies a direction of the block seeds; their ancestors outside them */",
-                    f"    int mark[{nb}], seeded[{nb}], anc[{nb}];",
-                    f"    static const int u_body[{max(nu, 1)}] = {{{ints(ub)}}};  /* the body of each U */",
-                    f"    static const int q_body[{max(nq, 1)}] = {{{ints(qb)}}};  /* the body of each Q */",
-                    f"    static const int q_count[{nb}] = {{{ints(L.nqh[b.k] for b in self.bodies)}}};  /* each body's Q count */",
-                    f"    /* the U and the Q in the depth-first order of their bodies: a block of W directions moves W bodies'",
-                    f"     * subtrees, and depth-first neighbours share theirs (the bodies are numbered level by level) */",
-                    f"    static const int u_order[{max(nu, 1)}] = {{{ints(u_order)}}};",
-                    f"    static const int q_order[{max(nq, 1)}] = {{{ints(q_order)}}};",
-                    f"    int dl[{width}], ol[{width}], ml[{width}];  /* each lane's direction, and its column of out: ol + row * ml */",
-                    f"    int k, i, d, s0, b, l, nl, nd, ndq = tangent ? {nu} : {nq};",
-                    "    /* the values: kinematics, Newton-Euler base to tip, tip to base (each f with its children's) */",
-                    f"    for (k = 0; k < {nb}; ++k) {kin}[{kinds}[k]]{args};",
-                    f"    for (k = 0; k < {nb}; ++k) {rb}[{kinds}[k]]{args};",
-                    f"    for (k = {nb - 1}; k >= 0; --k) {rt}[{kinds}[k]]{args};",
-                    f"    sg_{nm}_mass_matrix(q, u, p, out + ndq * {nu} + {nu * nu});  /* dT/dUdot = M */",
-                    f"    for (i = 0; i < {nq}; ++i) {{ sqs[i] = 0.0; sq[i] = zero; }}",
-                    f"    for (i = 0; i < {nu}; ++i) su[i] = zero;",
-                    f"    nd = ndq + {nu};",
-                    f"    for (s0 = 0; s0 < nd; s0 += {width}) {{  /* the directions in places s0 .. s0 + {width - 1} of that order */",
-                    f"        nl = nd - s0 < {width} ? nd - s0 : {width};",
-                    f"        for (k = 0; k < {nb}; ++k) mark[k] = seeded[k] = anc[k] = 0;",
-                    "        for (l = 0; l < nl; ++l) {  /* the seeds: Q (tangent: N(Q) e_d), then U */",
-                    "            d = dl[l] = s0 + l >= ndq ? ndq + u_order[s0 + l - ndq] : tangent ? u_order[s0 + l] : q_order[s0 + l];",
-                    f"            ol[l] = d < ndq ? d : ndq * {nu} + d - ndq;",
-                    f"            ml[l] = d < ndq ? ndq : {nu};",
-                    "            if (d >= ndq) { b = u_body[d - ndq]; su[d - ndq][l] = 1.0; }",
-                    "            else if (tangent) {",
-                    f"                b = u_body[d]; sg_{nm}_dseed[{kinds}[b]](b, d - sg_{nm}_u0[b], q, u, sqs);",
-                    "                /* the seed moves b's own Q only */",
-                    f"                for (i = sg_{nm}_q0[b]; i < sg_{nm}_q0[b] + q_count[b]; ++i) {{ sq[i][l] = sqs[i]; sqs[i] = 0.0; }}",
-                    "            }",
-                    "            else { b = q_body[d]; sq[d][l] = 1.0; }",
-                    "            mark[b] = seeded[b] = 1;",
-                    "        }",
-                    f"        for (k = 0; k < {nb}; ++k) if ({parent}[k] >= 0 && mark[{parent}[k]]) mark[k] = 1;",
-                    f"        for (k = {nb - 1}; k >= 0; --k) if ((mark[k] || anc[k]) && {parent}[k] >= 0 && !mark[{parent}[k]])",
-                    f"            anc[{parent}[k]] = 1;",
-                    "        /* the ancestors' tangents of what the moved bodies read (V, alpha: zero) and of f (zero, but for what",
-                    "         * their children add); their steps read no other */",
-                    f"        for (k = 0; k < {nb}; ++k) if (anc[k])",
-                    "            for (i = 0; i < 6; ++i)",
-                    "                " + " = ".join(f"dws[sg_{nm}_dl_ws[k] + {rnea_workspace(0)[fld]} + i]"
-                                                 for fld in ("V", "alpha", "f")) + " = zero;",
-                    f"        for (i = 0; i < {nu}; ++i) dT[i] = zero;",
-                    "        /* the seeded bodies' steps with their hinges' tangents, the carried bodies' without */",
-                    f"        for (k = 0; k < {nb}; ++k) if (mark[k]) (seeded[k] ? {dkin} : {ckin})[{kinds}[k]]{dargs};",
-                    f"        for (k = 0; k < {nb}; ++k) if (mark[k]) (seeded[k] ? {drb} : {crb})[{kinds}[k]]{dargs};",
-                    f"        for (k = {nb - 1}; k >= 0; --k)",
-                    f"            if (mark[k]) (seeded[k] ? {drt} : {crt})[{kinds}[k]]{dargs};",
-                    f"            else if (anc[k]) {drta}[{kinds}[k]]{dargs};",
-                    f"        for (l = 1; l < nl && ol[l] == ol[0] + l && ml[l] == ml[0]; ++l) {{}}",
-                    f"        if (l == {width})  /* {width} adjacent columns of one block of out: each row's at once */",
-                    f"            for (i = 0; i < {nu}; ++i) __builtin_memcpy(out + ol[0] + i * ml[0], &dT[i], sizeof dT[i]);",
-                    f"        else for (i = 0; i < {nu}; ++i) for (l = 0; l < nl; ++l) out[ol[l] + i * ml[l]] = dT[i][l];",
-                    "        for (l = 0; l < nl; ++l) {  /* the seeds off */",
-                    "            d = dl[l];",
-                    "            if (d >= ndq) su[d - ndq][l] = 0.0;",
-                    "            else if (tangent) { b = u_body[d];",
-                    f"                for (i = sg_{nm}_q0[b]; i < sg_{nm}_q0[b] + q_count[b]; ++i) sq[i][l] = 0.0; }}",
-                    "            else sq[d][l] = 0.0;",
-                    "        }",
-                    "    }",
-                    "    return 0;", "}"]
+                driver = [f"/* the derivatives of inverse dynamics, {width} directions at once (a lane each) */",
+                          f"{target}static int sg_{nm}_id_derivatives_dl{width}(const double *q, const double *u, "
+                          "const double *p, int tangent, double *out)", "{",
+                          *("    " + x for x in c_lines(self._lane_derivatives_program(
+                              nq, width, o, (kin, rb, rt), (dkin, drb, drt), (ckin, crb, crt), drta, u_order, q_order),
+                              vector=vec)), "}"]
                 lines += [f"#if {guard}"] + self.functions + self.tables + driver + ["#endif"]
         finally:
             (self._made, self.functions, self.tables), self._record, self._ws_table = saved, None, None

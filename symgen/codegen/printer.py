@@ -40,14 +40,24 @@ def index(x) -> str:
     raise TypeError(f"{x!r} is not an index expression")
 
 
-def condition(c: P.Cmp) -> str:
+def condition(c) -> str:
+    if isinstance(c, P.And):
+        return " && ".join(_paren(x) for x in c.conds)
+    if isinstance(c, P.Or):
+        return " || ".join(_paren(x) for x in c.conds)
     return f"{index(c.a)} {c.op} {index(c.b)}"
+
+
+def _paren(c) -> str:
+    return f"({condition(c)})" if isinstance(c, (P.And, P.Or)) else condition(c)
 
 
 def expr(x) -> str:
     """A double expression in C."""
     if isinstance(x, P.Elem):
-        return f"{x.array}[{index(x.index)}]"
+        return f"{x.array}[{index(x.index)}]" + ("" if x.lane is None else f"[{index(x.lane)}]")
+    if isinstance(x, P.Zeros):
+        return "zero"
     if isinstance(x, P.Scalar):
         return x.name
     if isinstance(x, P.Num):
@@ -90,8 +100,9 @@ def _plus(offset, i: str = "i") -> str:
     return i if off == "0" else f"{off} + {i}"
 
 
-def c_lines(prog: P.Program, lanes: bool = False, declared=()) -> list:
-    """The C statements of ``prog`` (one state, or ``lanes``: SG_W states)."""
+def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | None = None) -> list:
+    """The C statements of ``prog`` (one state, or ``lanes``: SG_W states); ``vector``: the C type of the arrays
+    of :attr:`symgen.ir.program.Locals.vectors` (a program with its directions on lanes)."""
     elem = _ELEMENT[lanes]
     out = []
     ints = [v for v in prog.loop_vars()]
@@ -106,8 +117,11 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=()) -> list:
             if s.arrays or s.pointers:
                 names = [f"{a}[{max(int(n), 1)}]" for a, n in s.arrays] + [f"*{p}" for p in s.pointers]
                 out.append(f"{elem} {', '.join(names)};" + (f"  /* {s.comment} */" if s.comment else ""))
-            for name, n in s.ints:
-                out.append(f"int {name}[{max(int(n), 1)}];")
+            if s.vectors:
+                out.append(f"{vector} {', '.join(f'{a}[{max(int(n), 1)}]' for a, n in s.vectors)};")
+                out.append(f"const {vector} zero = ({vector}){{0}};")
+            if s.ints:
+                out.append(f"int {', '.join(f'{name}[{max(int(n), 1)}]' for name, n in s.ints)};")
             for name, values in s.tables:
                 out.append(f"static const int {name}[{max(len(values), 1)}] = {{{', '.join(map(str, values)) or '0'}}};")
     if ints:
@@ -141,8 +155,11 @@ def _stmt(s, lanes: bool, elem: str) -> list:
         return [f"/* {s.text} */"]
     if isinstance(s, P.Loop):
         v = s.var
+        if s.step != 1 and s.down:
+            raise ValueError("a downward loop has step 1")
+        inc = f"++{v}" if s.step == 1 else f"{v} += {int(s.step)}"
         head = (f"for ({v} = {index(P.add(s.stop, -1))}; {v} >= {index(s.start)}; --{v})" if s.down else
-                f"for ({v} = {index(s.start)}; {v} < {index(s.stop)}; ++{v})")
+                f"for ({v} = {index(s.start)}; {v} < {index(s.stop)}; {inc})")
         return _nest(head, s.body, lanes, elem)
     if isinstance(s, P.Ancestors):
         v = s.var
@@ -167,6 +184,8 @@ def _stmt(s, lanes: bool, elem: str) -> list:
         return [f"{elem} *restrict {s.name} = {_at(s.array, s.offset)};"]
     if isinstance(s, P.SetInt):
         return [f"{s.array}[{index(s.index)}] = {index(s.value)};"]
+    if isinstance(s, P.Spill):
+        return [f"__builtin_memcpy({_at(s.array, s.offset)}, &{expr(s.src)}, sizeof {expr(s.src)});"]
     if isinstance(s, P.Let):
         return [f"{s.name} = {index(s.value)};"]
     if isinstance(s, P.Check):

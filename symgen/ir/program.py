@@ -131,6 +131,18 @@ class Cmp:
 
 
 @dataclass(frozen=True)
+class And:
+    """Every condition holds (evaluated in order, as C's ``&&``)."""
+    conds: tuple
+
+
+@dataclass(frozen=True)
+class Or:
+    """One of the conditions holds (evaluated in order, as C's ``||``)."""
+    conds: tuple
+
+
+@dataclass(frozen=True)
 class Select(IntExpr):
     """``a`` where ``cond`` holds, else ``b`` (integers)."""
     cond: Cmp
@@ -142,9 +154,16 @@ class Select(IntExpr):
 
 @dataclass(frozen=True)
 class Elem:
-    """Entry ``index`` of the element array (or pointer local) ``array``."""
+    """Entry ``index`` of the element array (or pointer local) ``array``; ``lane``: the double in that lane of a
+    vector entry (an array of :attr:`Locals.vectors`)."""
     array: str
     index: object
+    lane: object = None
+
+
+@dataclass(frozen=True)
+class Zeros:
+    """A vector of zeros (the value of a vector entry)."""
 
 
 @dataclass(frozen=True)
@@ -182,12 +201,13 @@ class Fn:
 
 @dataclass
 class Loop:
-    """``for var in range(start, stop)`` (``down``: from stop - 1 down to start), running ``body``."""
+    """``for var in range(start, stop, step)`` (``down``: from stop - 1 down to start), running ``body``."""
     var: str
     start: object
     stop: object
     body: list
     down: bool = False
+    step: int = 1
 
 
 @dataclass
@@ -344,6 +364,15 @@ class At:
 
 
 @dataclass
+class Spill:
+    """The lanes of the vector entry ``src`` into the doubles ``array[offset]``, ``array[offset + 1]``, ... (one
+    unaligned vector store)."""
+    array: str
+    offset: object
+    src: Elem
+
+
+@dataclass
 class Locals:
     """Local arrays of the element type (``arrays``: (name, size)), pointer locals to it (``pointers``), integer
     tables of constants (``tables``: (name, values)) and integer arrays (``ints``: (name, size))."""
@@ -352,6 +381,7 @@ class Locals:
     tables: tuple = ()
     ints: tuple = ()
     comment: str | None = None
+    vectors: tuple = ()      # arrays of the program's vector type (a program with directions on lanes)
 
 
 @dataclass
