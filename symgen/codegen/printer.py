@@ -41,6 +41,7 @@ def index(x) -> str:
 
 
 def condition(c) -> str:
+    """A condition (:class:`~symgen.ir.program.Cmp`, ``And``, ``Or``) in C."""
     if isinstance(c, P.And):
         return " && ".join(_paren(x) for x in c.conds)
     if isinstance(c, P.Or):

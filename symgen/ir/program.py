@@ -65,11 +65,13 @@ class Lookup(IntExpr):
 
 @dataclass(frozen=True)
 class Sum(IntExpr):
+    """``terms[0] + terms[1] + ...`` (a constant term last)."""
     terms: tuple
 
 
 @dataclass(frozen=True)
 class Prod(IntExpr):
+    """``a * b``."""
     a: object
     b: object
 
@@ -86,6 +88,7 @@ def ix(x):
 
 
 def add(*xs):
+    """The sum of index expressions, constants gathered and nested sums flattened."""
     terms, const = [], 0
     for x in map(ix, xs):
         if isinstance(x, int):
@@ -106,6 +109,7 @@ def add(*xs):
 
 
 def mul(a, b):
+    """The product of two index expressions, with zeros and ones folded."""
     a, b = ix(a), ix(b)
     if isinstance(a, int) and isinstance(b, int):
         return a * b
@@ -174,6 +178,7 @@ class Scalar:
 
 @dataclass(frozen=True)
 class Num:
+    """A double literal."""
     value: float
 
 
@@ -187,6 +192,7 @@ class Bin:
 
 @dataclass(frozen=True)
 class Neg:
+    """``-a``."""
     a: object
 
 
@@ -338,6 +344,7 @@ class Invoke:
 
 @dataclass
 class Comment:
+    """A comment for the reader of the printed code."""
     text: str
 
 
