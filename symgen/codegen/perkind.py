@@ -1251,11 +1251,11 @@ class PerKindDerivatives(PerKindForm):
         on = lambda tbl, x: P.Cmp(P.Lookup(tbl, x), "!=", 0)                                   # noqa: E731
         minus = lambda a, x: P.add(a, P.mul(-1, x))                                            # noqa: E731
         par = P.Lookup(parent, k)
-        q_of = lambda: P.Loop("i", P.Lookup(q0, b), P.add(P.Lookup(q0, b), P.Lookup("q_count", b)), [])  # noqa: E731
-        seed_q = q_of()
-        seed_q.body = [P.Set(P.Elem("sq", i, lane=l), P.Elem("sqs", i)), P.Set(P.Elem("sqs", i), P.Num(0.0))]
-        unseed_q = q_of()
-        unseed_q.body = [P.Set(P.Elem("sq", i, lane=l), P.Num(0.0))]
+        def own_q(*body):               # over body b's own Q
+            return P.Loop("i", P.Lookup(q0, b), P.add(P.Lookup(q0, b), P.Lookup("q_count", b)), list(body))
+
+        seed_q = own_q(P.Set(P.Elem("sq", i, lane=l), P.Elem("sqs", i)), P.Set(P.Elem("sqs", i), P.Num(0.0)))
+        unseed_q = own_q(P.Set(P.Elem("sq", i, lane=l), P.Num(0.0)))
         dws_at = lambda fld: P.Elem("dws", P.add(P.Lookup(f"sg_{nm}_dl_ws", k), rnea_workspace(0)[fld], i))  # noqa: E731
 
         def pick(flag, a, b_):

@@ -106,7 +106,7 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | Non
     of :attr:`symgen.ir.program.Locals.vectors` (a program with its directions on lanes)."""
     elem = _ELEMENT[lanes]
     out = []
-    ints = [v for v in prog.loop_vars()]
+    ints = prog.loop_vars()
     stmts = list(prog.walk())
     if any(isinstance(s, (P.Zero, P.Copy)) for s in stmts):
         ints.append("i")
