@@ -122,8 +122,8 @@ def test_per_kind_form_agrees_with_pinocchio(robot, floating, urdf_robots):
 
 def test_one_form_per_entry_point():
     """A model carries one form of FD, ID and M: the bundled arm7 (under the size limits) the straight-line
-    form only (of the per-kind steps just the kinematics, the tip-to-base step of atbi_matrices and upsilon's step),
-    and built with
+    form only (of the per-kind steps just the kinematics and the tip-to-base step of atbi_matrices, which upsilon
+    reads too: no step of its own), and built with
     form="per_kind" that form only; the forms are in the manifest and on the model."""
     from symgen.model import load_model
     from symgen.pipeline.sources import cached_model_sources
@@ -138,9 +138,9 @@ def test_one_form_per_entry_point():
             assert c.count(fn) == 1, fn
         steps = {s for s in ("velocities", "atbi_tip", "atbi_base", "rnea_base", "rnea_tip", "joint", "crba_tip",
                              "crba_walk", "upsilon_step") if f"sg_arm7_{s}_0(" in c}
-        assert steps == ({"velocities", "atbi_tip", "upsilon_step"} if form == "auto" else
+        assert steps == ({"velocities", "atbi_tip"} if form == "auto" else
                          {"velocities", "atbi_tip", "atbi_base", "rnea_base", "rnea_tip", "joint", "crba_tip",
-                          "crba_walk", "upsilon_step"}), steps
+                          "crba_walk"}), steps
         assert "_loop(" not in c
         # batches run lanes in both: the straight-line tape printed on vectors, or the per-kind steps (looped lanes)
         assert "int sg_arm7_fd_lanes(" in c and "int sg_arm7_mm_lanes(" in c

@@ -558,22 +558,6 @@ def atbi_base(T, b: BodyInfo, K, step, alpha_parent):
     return udot, alpha
 
 
-def atbi_matrices(T, b: BodyInfo, K, step) -> list:
-    """The 276 numbers ``atbi_matrices`` reads back: P, D, Dinv, G (each in a block of 36, row-major,
-    D and Dinv nU x nU, G 6 x nU), tauper = I - G H^T, psi = phi tauper and H (6 x nU, the coord map at the
-    body frame); then the filter vectors z, z+ = z + G eps (6 each), eps and nu (nU each, in blocks of 6)."""
-    n, G, H, z, eps = b.nu, step["G"], K["H"], step["z"], step["eps"]
-    zplus = step.get("zplus") or [_dot(T, G[i], eps, z[i]) for i in range(6)]
-    tau = [[T.dot([(-1.0, T.mul(G[i][c], H[c][j])) for c in range(n)], 1.0 if i == j else 0.0)
-            for j in range(6)] for i in range(6)]
-    psi = list(zip(*[phi(T, K["R"], K["l"], [tau[i][j] for i in range(6)]) for j in range(6)]))
-    pad = lambda xs: list(xs) + [0.0] * (36 - len(xs))  # noqa: E731
-    flat = lambda A: [x for row in A for x in row]  # noqa: E731
-    return (flat(step["P"]) + pad(flat(step["D"])) + pad(flat(step["Dinv"])) + pad(flat(G))
-            + flat(tau) + flat(psi) + pad([H[c][i] for i in range(6) for c in range(n)])
-            + list(z) + list(zplus) + list(eps) + [0.0] * (6 - n) + list(step["nu"]) + [0.0] * (6 - n))
-
-
 def gravity_acceleration(T, g):
     """Gravity as the newtonian frame's spatial acceleration: alpha_0 = [0; -g]."""
     return [0.0, 0.0, 0.0] + [T.neg(x) for x in g]

@@ -790,7 +790,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
         lanes["looped"] = {"part": LOOPED_LANES_PART, "functions": per_kind.lane_functions}
         lanes["sincos"] = lanes["sincos"] or any("sg_sincos_split_lanes(" in x for x in per_kind.lane_functions)
     fd = traced["fd"] or [f"return sg_{name}_fd_per_kind(q, u, p, out, 0);"]
-    mats = drivers.get("mats") or [f"double udot[{max(L.nu, 1)}];", f"return sg_{name}_fd_per_kind(q, u, p, udot, out);"]
+    mats = drivers.get("mats")
     if flexible:               # the per-kind steps know no modes: these two refuse (status -1) rather than mislead
         refuse = ["(void)q; (void)u; (void)p; (void)out;",
                   "return -1;  /* not available for a model with flexible bodies (the per-kind form has no modes) */"]

@@ -263,27 +263,97 @@ class PerKindForm:
             self._store(T, kind, "nu", step["nu"])
         if mats:
             T.effect(("if (mk) {",))
-            for i, v in enumerate(soa.atbi_matrices(T, b, K, step)):
+            for i, v in self._mats_entries(b, K, step):
                 T.store(f"    mk[{i}]", v)
             T.effect(("}",))
         T.ret(0)
 
-    def _upsilon(self, T, kind, b):
-        """Upsilon(b) = psi^T Upsilon(parent) psi + H D^-1 H^T (:func:`symgen.algorithms.soa.upsilon_step`) from the
-        tip-to-base sweep's G (workspace) and D^-1 (mats), into out + 36 k (row-major)."""
-        n = b.nu
-        K = self._load_K(T, kind, b, with_ab=False)
-        D0 = self.L.mats["Dinv"]
-        step = {"Dinv": [[T.input(f"mk[{D0 + n * r + c}]") for c in range(n)] for r in range(n)], "G": None}
-        Yp = None
-        if not b.root:
-            G = self._load(T, kind, "G", 6 * n)
-            step["G"] = [G[n * i:n * i + n] for i in range(6)]
-            Yp = [[T.input(f"yp[{6 * i + j}]") for j in range(6)] for i in range(6)]
-        Y = soa.upsilon_step(T, b, K, step, Yp)
-        for i in range(6):
-            for j in range(6):
-                T.store(f"yk[{6 * i + j}]", Y[i][j])
+    def _mats_entries(self, b, K, step) -> list:
+        """``(offset, value)`` of what the tip-to-base step stores into its body's ``atbi_matrices`` block: the
+        factorization's own numbers (P's upper triangle, D, D^-1, G, H, z, eps, nu) and, in the psi block until
+        :meth:`_mats_post` reads them, X_pb = (R, l); the rest (P's lower triangle, tauper, psi, z+) is the same
+        arithmetic for every kind, in one loop over the bodies (:meth:`_mats_post`), not traced per kind."""
+        M, n = self.L.mats, b.nu
+        out = [(M["P"] + 6 * i + j, step["P"][i][j]) for i in range(6) for j in range(i, 6)]
+        out += [(M["D"] + n * r + c, step["D"][r][c]) for r in range(n) for c in range(n)]
+        out += [(M["Dinv"] + n * r + c, step["Dinv"][r][c]) for r in range(n) for c in range(n)]
+        out += [(M["G"] + n * i + c, step["G"][i][c]) for i in range(6) for c in range(n)]
+        out += [(M["H"] + n * i + c, K["H"][c][i]) for i in range(6) for c in range(n)]
+        out += [(M["z"] + i, x) for i, x in enumerate(step["z"])]
+        out += [(M["eps"] + c, x) for c, x in enumerate(step["eps"])]
+        out += [(M["nu"] + c, x) for c, x in enumerate(step["nu"])]
+        out += [(M["psi"] + i, x) for i, x in enumerate(list(K["R"]) + list(K["l"]))]
+        return [(i, v) for i, v in out if not (isinstance(v, float) and v == 0.0)]   # the block is zeroed first
+
+    def _mats_post(self, mats: str, phi: str) -> list:
+        """The statements that complete every body's ``atbi_matrices`` block after the tip-to-base sweep
+        (:meth:`_mats_entries`): P's lower triangle; tauper = I - G H^T; psi = phi(X_pb) tauper, phi = [[R, l~ R],
+        [0, R]] the force transform of X_pb = (R, l) (:func:`symgen.algorithms.soa.phi`); z+ = z + G eps.  One loop over
+        the bodies, the same arithmetic for every kind (``n``: the body's U, the row length of G and H).  ``phi``: a
+        local array of 36 doubles."""
+        M, nm = self.L.mats, self.name
+        k, i, j, m, c = (P.Var(v) for v in "kijmc")
+        n = P.Lookup(f"sg_{nm}_nuh", k)
+        at = lambda field, *xs: P.Elem("mk", P.add(M[field], *xs))      # body k's block      # noqa: E731
+        ph = lambda *xs: P.Elem(phi, P.add(*xs))                                             # noqa: E731
+        Rl = lambda *xs: at("psi", *xs)             # R (row-major) then l, as the sweep left them  # noqa: E731
+        mul, sub = (lambda a, b: P.Bin("*", a, b)), (lambda a, b: P.Bin("-", a, b))          # noqa: E731
+        cross = [(1, 2, 2, 1), (2, 0, 0, 2), (0, 1, 1, 0)]      # row r of l~ R: l[a] R[b, :] - l[c] R[d, :]
+        return [P.Loop("k", 0, self.L.nb, [
+            P.Point("mk", mats, P.mul(M.size, k)),
+            P.Comment("P's lower triangle"),
+            P.Loop("i", 1, 6, [P.Loop("j", 0, i, [P.Set(at("P", P.mul(6, i), j), at("P", P.mul(6, j), i))])]),
+            P.Comment("phi = [[R, l~ R], [0, R]] from X_pb = (R, l), which the sweep left in the psi block"),
+            P.Zero(phi, 0, 36),
+            P.Loop("i", 0, 3, [P.Loop("j", 0, 3, [P.Set(ph(P.mul(6, i), j), Rl(P.mul(3, i), j)),
+                                                 P.Set(ph(P.mul(6, i), j, 21), Rl(P.mul(3, i), j))])]),
+            P.Loop("j", 0, 3, [P.Set(ph(6 * r + 3, j), sub(mul(Rl(9 + a), Rl(3 * b_, j)), mul(Rl(9 + c_), Rl(3 * d, j))))
+                               for r, (a, b_, c_, d) in enumerate(cross)]),
+            P.Comment("tauper = I - G H^T"),
+            P.Zero("mk", M["tauper"], 36),
+            P.Loop("i", 0, 6, [P.Set(at("tauper", P.mul(7, i)), P.Num(1.0))]),
+            P.Loop("i", 0, 6, [P.Loop("j", 0, 6, [P.Loop("c", 0, n, [
+                P.Set(at("tauper", P.mul(6, i), j), mul(at("G", P.mul(n, i), c), at("H", P.mul(n, j), c)), "-=")])])]),
+            P.Comment("psi = phi tauper"),
+            P.Zero("mk", M["psi"], 36),
+            P.Loop("i", 0, 6, [P.Loop("j", 0, 6, [P.Loop("m", 0, 6, [
+                P.Set(at("psi", P.mul(6, i), j), mul(ph(P.mul(6, i), m), at("tauper", P.mul(6, m), j)), "+=")])])]),
+            P.Comment("z+ = z + G eps"),
+            P.Loop("i", 0, 6, [P.Set(at("zplus", i), at("z", i)), P.Loop("c", 0, n, [
+                P.Set(at("zplus", i), mul(at("G", P.mul(n, i), c), at("eps", c)), "+=")])]),
+        ])]
+
+    def _upsilon_program_body(self, mats: str, out: str, W: str, HD: str) -> list:
+        """Upsilon of every body frame, base to tip, from the completed ``atbi_matrices`` blocks (Jain):
+        Upsilon(k) = psi^T Upsilon(parent) psi + H D^-1 H^T, Upsilon = 0 above a root (the same arithmetic for every
+        kind: :func:`symgen.algorithms.soa.upsilon_step` is its traced form).  ``W`` (36) and ``HD`` (6 x the
+        largest U) are local arrays."""
+        M, nm, L = self.L.mats, self.name, self.L
+        k, i, j, m, c, d, pk = (P.Var(v) for v in ("k", "i", "j", "m", "c", "d", "pk"))
+        n = P.Lookup(f"sg_{nm}_nuh", k)
+        at = lambda field, *xs: P.Elem("mk", P.add(M[field], *xs))      # body k's block      # noqa: E731
+        Y = lambda *xs: P.Elem("yk", P.add(*xs))                          # Upsilon(k)          # noqa: E731
+        Yp = lambda *xs: P.Elem("yp", P.add(*xs))                         # Upsilon(parent)     # noqa: E731
+        mul = lambda a, b: P.Bin("*", a, b)                                                  # noqa: E731
+        w = max(L.max_nu, 1)
+        return [P.Loop("k", 0, L.nb, [
+            P.Point("mk", mats, P.mul(M.size, k)), P.Point("yk", out, P.mul(36, k)),
+            P.Zero("yk", 0, 36),
+            P.Let("pk", P.Lookup(f"sg_{nm}_parent", k)),
+            P.If(P.Cmp(pk, ">=", 0), [
+                P.Point("yp", out, P.mul(36, pk)),
+                P.Comment("psi^T Upsilon(parent) psi"),
+                P.Zero(W, 0, 36),
+                P.Loop("i", 0, 6, [P.Loop("j", 0, 6, [P.Loop("m", 0, 6, [
+                    P.Set(P.Elem(W, P.add(P.mul(6, i), j)), mul(Yp(P.mul(6, i), m), at("psi", P.mul(6, m), j)), "+=")])])]),
+                P.Loop("i", 0, 6, [P.Loop("j", 0, 6, [P.Loop("m", 0, 6, [
+                    P.Set(Y(P.mul(6, i), j), mul(at("psi", P.mul(6, m), i), P.Elem(W, P.add(P.mul(6, m), j))), "+=")])])])]),
+            P.Comment("+ H D^-1 H^T"),
+            P.Zero(HD, 0, 6 * w),
+            P.Loop("i", 0, 6, [P.Loop("d", 0, n, [P.Loop("c", 0, n, [
+                P.Set(P.Elem(HD, P.add(P.mul(w, i), d)), mul(at("H", P.mul(n, i), c), at("Dinv", P.mul(n, c), d)), "+=")])])]),
+            P.Loop("i", 0, 6, [P.Loop("j", 0, 6, [P.Loop("d", 0, n, [
+                P.Set(Y(P.mul(6, i), j), mul(P.Elem(HD, P.add(P.mul(w, i), d)), at("H", P.mul(n, j), d)), "+=")])])])])]
 
     def _atbi_base(self, T, kind, b):
         n = b.nu
@@ -469,12 +539,27 @@ class PerKindForm:
             # the cache once), not in a pass of their own over the whole workspace (tiago_dual's lanes: 0.8 MB)
             half = [up(P.Zero("ws", P.add(block(k), P0), 27, "P, z: the children add into them"), step(kin)),
                     down(step(tip, check=True))]
+            # atbi_matrices: the sweep's own numbers stored by the tip-to-base steps into a zeroed block per body,
+            # completed by one loop that is the same for every kind (_mats_post); upsilon reads those blocks
+            zero_mats = P.Zero("mats", 0, nb * L.mats.size, "atbi_matrices' blocks: the steps store their nonzeros")
+            post = self._mats_post("mats", "phi")
             if "upsilon" in want and not lanes:
-                ut = table("upsilon_step", self._upsilon, "Upsilon = psi^T Upsilon(parent) psi + H D^-1 H^T, base to tip")
-                progs["upsilon"] = P.Program([ws, P.Locals(arrays=(("mats", nb * L.mats.size),)), *half,
-                                              up(step(ut)), P.Return(0)])
-            if "mats" in want and "fd" not in want and not lanes:
-                progs["mats"] = P.Program([ws, P.Locals(pointers=("mats",)), P.Point("mats", "out"), *half, P.Return(0)])
+                w = max(L.max_nu, 1)
+                progs["upsilon"] = P.Program([
+                    ws, P.Locals(arrays=(("mats", nb * L.mats.size), ("phi", 36), ("W", 36), ("HD", 6 * w)),
+                                 pointers=("mk", "yk", "yp")),
+                    zero_mats, *half, *post,
+                    P.Comment("Upsilon = psi^T Upsilon(parent) psi + H D^-1 H^T, base to tip"),
+                    *self._upsilon_program_body("mats", "out", "W", "HD"), P.Return(0)])
+            if "mats" in want and not lanes:
+                if "fd" in want:        # FD's driver fills them (its tip-to-base steps are these)
+                    sweep = [P.Locals(arrays=(("udot", max(nu, 1)), ("phi", 36)), pointers=("mats", "mk")),
+                             P.Point("mats", "out"), zero_mats,
+                             P.Invoke(f"sg_{nm}_fd_per_kind", ("q", "u", "p", "udot", "mats"))]
+                else:
+                    sweep = [ws, P.Locals(arrays=(("phi", 36),), pointers=("mats", "mk")), P.Point("mats", "out"),
+                             zero_mats, *half]
+                progs["mats"] = P.Program([*sweep, *post, P.Return(0)])
             if "fd" in want:
                 base = table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha")
                 progs["fd"] = P.Program([ws, *half, up(step(base)), P.Return(0)])
