@@ -174,6 +174,14 @@ def test_atbi_matrices(tree):
             assert_close(mats["G"], P @ H @ np.linalg.inv(D), 1e-9, "G")
         assert_close(mats["tauper"], np.eye(6) - mats["G"] @ H.T, 1e-10, "tauper")
         assert_close(mats["H"], H, 1e-10, f"H {b['name']}")
+        # psi = phi(X_pb) tauper, X_pb = (R, l) the body's pose in its parent's frame (from the frame poses):
+        # phi = [[R, l~ R], [0, R]], the force transform from the body frame to the parent's
+        Xp = np.eye(4) if b["parent"] == "newtonian" else tree.frame_pose(q, b["parent"])
+        X = np.linalg.solve(Xp, tree.frame_pose(q, b["name"]))
+        R, l = X[:3, :3], X[:3, 3]
+        lx = np.array([[0.0, -l[2], l[1]], [l[2], 0.0, -l[0]], [-l[1], l[0], 0.0]])
+        phi = np.block([[R, lx @ R], [np.zeros((3, 3)), R]])
+        assert_close(mats["psi"], phi @ mats["tauper"], 1e-10, f"psi {b['name']}")
 
 
 def _upsilon_is_j_minv_jt(mb, rng, frames=None):
