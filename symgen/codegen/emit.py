@@ -498,7 +498,9 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
         hinges[b.name] = specs.setdefault(h.spec.key(), h)
     dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form, derivatives and not loops, hinges)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size)
-    if fk["poses"] is not None:
+    if fk["frame_poses"] is not None:
+        poses, pose_calls = [], None                # poses_from_frames (templates/model.c.jinja)
+    elif fk["poses"] is not None:
         poses, pose_calls = fk["poses"], None
     qdot_lines = ([f"double N[{max_nq * max_nu}];"] if any("N[" in ln for ln in qdot) else []) + qdot + \
         ["(void)sg_matvec;"]
@@ -541,7 +543,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "max_hinge_nu": max_nu, "sanitize_lines": cast(sanitize_lines),
             "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
-            "frame_poses_lines": fk["frame_poses"], **frames, **_node_cases(model, index, layout),
+            "frame_poses_lines": fk["frame_poses"], "poses_from_frames": fk["frame_poses"] is not None, **frames, **_node_cases(model, index, layout),
             **emit_loops(model, layout, slugs, index, name, ML, list(loops))}
 
 
@@ -617,7 +619,8 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
     """Straight-line C for frame kinematics, onode / pnode constants and the hinges' structural zeros folded
     (as the dynamics):
 
-    * ``poses``: the body of the poses kernel (world pose of every body, 12 each);
+    * ``poses``: the body of the poses kernel (world pose of every body, 12 each), None where ``frame_poses`` is
+      traced (the poses kernel then copies the body frames' poses out of it);
     * ``frame_poses``: the body of the all-frame poses kernel (4x4 per frame, frame offsets folded);
       both None above soa.POSES_STRAIGHT_LIMIT lines;
     * ``steps``: per body k, two steps for a frame whose pose in body k is ``x = p`` (R 9, l 3):
@@ -690,7 +693,10 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
             jl.insert(0, "(void)y;")
         total += len(jl) + len(pl)
         steps.append({"k": b.k, "name": b.name, "jlines": jl, "plines": pl})
-    return {"poses": short(trace(poses)), "frame_poses": short(trace(frame_poses)),
+    # the all-frame poses are the body poses and each extra frame's product: traced once, and the body poses
+    # (poses) read from them, not traced a second time (arm7: 238 lines)
+    frames_traced = short(trace(frame_poses))
+    return {"poses": None if frames_traced is not None else short(trace(poses)), "frame_poses": frames_traced,
             "steps": steps if total <= soa.JAC_STEPS_LIMIT else []}
 
 
