@@ -606,7 +606,7 @@ def _frame_tables(model, index) -> dict:
     depth = []
     for b in model.bodies:
         depth.append(1 if b.parent == "newtonian" else depth[index[b.parent]] + 1)
-    # one frame's pose: walk its ancestors (pstep) when they are few, else all bodies' poses (straight-line,
+    # one frame's pose: walk its ancestors (jstep) when they are few, else all bodies' poses (straight-line,
     # about 2/3 of a walk step per body on arm7)
     walk = ["1" if r[1] >= 0 and 3 * depth[r[1]] <= 2 * len(model.bodies) else "0" for r in rows]
     return {"frame_walk": ", ".join(walk), "n_frames": len(rows), "frame_body": ", ".join(str(r[1]) for r in rows),
@@ -623,10 +623,10 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
       traced (the poses kernel then copies the body frames' poses out of it);
     * ``frame_poses``: the body of the all-frame poses kernel (4x4 per frame, frame offsets folded);
       both None above soa.POSES_STRAIGHT_LIMIT lines;
-    * ``steps``: per body k, two steps for a frame whose pose in body k is ``x = p`` (R 9, l 3):
-      ``sg_<name>_pstep_k(q, u, p, y)``: the frame's pose in k's parent, ``y = X_parent,k x``;
-      ``sg_<name>_jstep_k(q, u, p, out, y)``: also the columns of k's hinge, ``phi^T(X_kf) S_k``, into ``out``
-      (6 x nU), and ``y`` only when k has a parent body.  ``sg_<name>_frame_pose`` and
+    * ``steps``: per body k, the step for a frame whose pose in body k is ``x = p`` (R 9, l 3):
+      ``sg_<name>_jstep_k(q, u, p, out, y)``: the frame's pose in k's parent, ``y = X_parent,k x`` (newtonian's
+      at a root), and, where ``out`` is not null, the columns of k's hinge, ``phi^T(X_kf) S_k``, into ``out``
+      (6 x nU).  ``sg_<name>_frame_pose`` and
       ``sg_<name>_frame_jacobian`` walk them from the frame's body to the root: only the frame's ancestors.
       [] above soa.JAC_STEPS_LIMIT lines (the all-body poses and ``body_jacobian`` then)."""
     from ..algorithms import soa
@@ -673,26 +673,23 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
 
     steps, total = [], 0
     for b in bodies:
-        def pstep(T, bodies, nu, b=b):
-            R, l, _, _ = soa.joint(T, b)
-            for i, v in enumerate(compose(T, R, l, [T.input(f"p[{i}]") for i in range(12)])):
-                T.store(f"out[{i}]", v)
-
         def jstep(T, bodies, nu, b=b):
             x = [T.input(f"p[{i}]") for i in range(12)]
             R, l, H, _ = soa.joint(T, b)
-            for c, col in enumerate(H):
-                for i, v in enumerate(soa.phiT(T, x[:9], x[9:], col)):
-                    T.store(f"out[{i * nu + b.u0 + c}]", v)
-            if b.parent >= 0:
-                for i, v in enumerate(compose(T, R, l, x)):
-                    T.store(f"y[{i}]", v)
+            for i, v in enumerate(compose(T, R, l, x)):
+                T.store(f"y[{i}]", v)
+            if H:      # last: the values it defines are read in its block only
+                T.effect(("if (out) {  /* the Jacobian's columns (frame_jacobian; frame_pose passes none) */",))
+                for c, col in enumerate(H):
+                    for i, v in enumerate(soa.phiT(T, x[:9], x[9:], col)):
+                        T.store(f"    out[{i * nu + b.u0 + c}]", v)
+                T.effect(("}",))
 
-        jl, pl = trace(jstep), trace(pstep)
-        if not any("y[" in ln for ln in jl):
-            jl.insert(0, "(void)y;")
-        total += len(jl) + len(pl)
-        steps.append({"k": b.k, "name": b.name, "jlines": jl, "plines": pl})
+        jl = trace(jstep)
+        if not any(ln.startswith("if (out)") for ln in jl):      # a LOCKED hinge: no columns
+            jl.insert(0, "(void)out;")
+        total += len(jl)
+        steps.append({"k": b.k, "name": b.name, "jlines": jl})
     # the all-frame poses are the body poses and each extra frame's product: traced once, and the body poses
     # (poses) read from them, not traced a second time (arm7: 238 lines)
     frames_traced = short(trace(frame_poses))
