@@ -229,15 +229,15 @@ def _cached(name, label, lock_timeout, step, compile_into):
 
 
 #: optimization of the cffi wrapper (argument conversion glue; one-state calls take runtime/fastcall.c instead):
-#: -O1 compiles in 40% of -O3's time
-WRAPPER_FLAGS = ("-O1",)
+#: -O0.  arm7's wrapper compiles in 0.53 s at -O0 against 0.94 s at -O1 (a core's time out of a cold build's
+#: 2-3 s), and a batched call through it costs the same, 0.6-0.8 us either way (measured interleaved, n = 1)
+WRAPPER_FLAGS = ("-O0",)
 
 
 def wrapper_flags() -> tuple:
-    """The cffi wrapper's optimization: :data:`WRAPPER_FLAGS`, or -O0 where the model's own code is compiled at
-    -O0 (``SYMGEN_OPT=0``, the test suite's setting: all_hinges' wrapper, 1.4 MB of glue, compiles in 3.5 s at -O0,
-    8.4 s at -O1)."""
-    return ("-O0",) if "-O0" in opt_flags() else WRAPPER_FLAGS
+    """The cffi wrapper's optimization: :data:`WRAPPER_FLAGS` (all_hinges' wrapper, 1.4 MB of glue, compiles in
+    3.5 s at -O0, 8.4 s at -O1)."""
+    return WRAPPER_FLAGS
 
 
 def _python_includes() -> list:
