@@ -1,5 +1,5 @@
 """The lane form (templates/helpers/lanes.c.jinja, symgen.ir.tape.Tape.lane_lines): the batched forward dynamics,
-inverse dynamics and mass matrix run full blocks of W states through one vectorized function and the tail one
+inverse dynamics, mass matrix and frame poses run full blocks of W states through one vectorized function and the tail one
 state at a time.  Each lane must give what the one-state function gives for that state (the same statements in
 the same order: the same bits), for every example model and the random trees of every hinge type, N not a
 multiple of W included; and a lane whose D is not positive definite must be reported as the one-state loop
@@ -58,6 +58,8 @@ def test_batches_equal_one_state_calls(model, n):
     _same(model.inverse_dynamics(Q, U, T), np.array([model.inverse_dynamics(Q[i], U[i], T[i]) for i in range(n)]),
           f"{model.name} ID, N = {n}")
     _same(model.mass_matrix(Q), np.array([model.mass_matrix(Q[i]) for i in range(n)]), f"{model.name} M, N = {n}")
+    _same(model.frame_poses(Q), np.array([model.frame_poses(Q[i]) for i in range(n)]),
+          f"{model.name} frame poses, N = {n}")
 
 
 def test_batches_sharing_p_equal_batches_with_a_p_per_state(model):
@@ -95,7 +97,7 @@ def test_lane_functions_are_there():
     from symgen.pipeline.sources import cached_model_sources
 
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "arm7.urdf"))
-    for kind in ("fd", "id", "mm"):
+    for kind in ("fd", "id", "mm", "fp"):       # fp: the frame poses
         assert f"sg_arm7_{kind}_lanes(" in files["arm7.c"]
     assert "sg_arm7_rollout_block(" in files["arm7.c"]   # rollout blocks run the lane form of FD
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "quadruped.urdf", floating_base=True))
@@ -218,3 +220,29 @@ def test_rollout_lane_with_singular_d(arm7_parametric, bad):
     assert list(np.flatnonzero(~out["ok"])) == list(bad)
     assert np.isnan(out["q"][list(bad), 1:]).all()
     _same_rollout(out, _rollout_alone(mb, Q, U, T, params=params, **kw), "parametric arm7 rollout")
+
+
+def test_a_segmented_one_state_function_equals_the_whole(monkeypatch):
+    """A long straight-line FD or ID is printed as segments that pass the values crossing between them through an
+    array (symgen.codegen.emit.segmented_function): arm7 built with segments of 250 lines (its FD is about 1,070)
+    has them, and its one-state FD, ID and their batches equal the unsegmented build's bit for bit (the same
+    operations in the same order)."""
+    from symgen.codegen import emit
+
+    path = ROOT / "examples" / "models" / "arm7.urdf"
+    whole = symgen.build(path)
+    monkeypatch.setattr(emit, "SEGMENT_LINES", 250)
+    seg = symgen.build(path)
+    assert seg.manifest["module"] != whole.manifest["module"]
+    from symgen.model import load_model
+    from symgen.pipeline.sources import cached_model_sources
+
+    text = cached_model_sources(load_model(path))[0]["arm7.c"]
+    assert "sg_arm7_forward_dynamics_seg3(" in text and "sg_arm7_inverse_dynamics_seg1(" in text
+    for n in (1, W + 3):
+        Q, U, T = _states(whole, n, 40 + n)
+        _same(np.array([seg.forward_dynamics(Q[i], U[i], T[i]) for i in range(n)]),
+              np.array([whole.forward_dynamics(Q[i], U[i], T[i]) for i in range(n)]), f"segmented FD, N = {n}")
+        _same(seg.forward_dynamics(Q, U, T), whole.forward_dynamics(Q, U, T), f"segmented FD batch, N = {n}")
+        _same(np.array([seg.inverse_dynamics(Q[i], U[i], T[i]) for i in range(n)]),
+              np.array([whole.inverse_dynamics(Q[i], U[i], T[i]) for i in range(n)]), f"segmented ID, N = {n}")

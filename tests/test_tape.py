@@ -71,3 +71,45 @@ def test_lane_printing_refuses_routine_calls_and_locals(stmt):
     T.lines()                                        # the one-state form prints them
     with pytest.raises(LaneError):
         T.lane_lines(arrays={"u": "u_l", "out": "out_l", "p": "p_l"})
+
+
+def _chain_tape():
+    """A small straight-line function: a chain of products and sums of q and a kernel array X, a pivot check,
+    stores into out, return 0."""
+    T = Tape()
+    q, X = [T.input(f"q[{i}]") for i in range(4)], [T.input(f"X1[{i}]") for i in range(4)]
+    a = [T.mul(q[i], X[i]) for i in range(4)]
+    b = [T.add(a[i], a[(i + 1) % 4]) for i in range(4)]
+    for i in range(4):
+        T.store(f"out[{i}]", b[i])
+    c = T.mul(b[0], b[1])
+    T.check_positive(T.add(T.mul(c, c), 1.0), 7, "a pivot")
+    d = [T.add(T.mul(c, b[i]), a[3 - i]) for i in range(4)]
+    for i in range(4):
+        T.store(f"out[{4 + i}]", d[i])
+    T.ret(0)
+    return T
+
+
+def test_segments_cut_the_statements_and_carry_what_crosses():
+    """Tape.segments: the segments' lines, in order, are lines() itself; a value a segment reads from an earlier one
+    is carried (one slot each), defined there and carried out of it, and nothing else is carried; the arrays its
+    inputs read are listed; a tape with a routine call cannot be cut, nor k < 2."""
+    import re
+
+    T = _chain_tape()
+    whole = T.lines()
+    cut = T.segments(3)
+    segs = cut["segments"]
+    assert len(segs) == 3 and [ln for s in segs for ln in s["lines"]] == whole
+    defined = [{m.group(1) for ln in s["lines"] for m in [re.match(r"const double (\w+) = ", ln)] if m} for s in segs]
+    for j, s in enumerate(segs):
+        text = " ".join(s["lines"])
+        earlier = set().union(*defined[:j]) if j else set()
+        reads = {t for t in re.findall(r"\b\w+\b", text) if t in earlier}
+        assert set(s["carry_in"]) == reads, (j, s["carry_in"], reads)
+        for v in s["carry_out"]:
+            assert v in defined[j] and any(v in later["carry_in"] for later in segs[j + 1:])
+    assert sorted(cut["slots"].values()) == list(range(len(cut["slots"])))
+    assert {"q", "X1"} <= set().union(*(s["arrays"] for s in segs))
+    assert T.segments(1) is None and _tape().segments(2) is None

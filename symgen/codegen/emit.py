@@ -497,7 +497,9 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
         h = hinge(b.hinge_type, **b.hinge_kwargs())
         hinges[b.name] = specs.setdefault(h.spec.key(), h)
     dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form, derivatives and not loops, hinges)
-    fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size)
+    fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size, hinges)
+    dyn["lanes"]["fp"] = fk["frame_poses_lanes"]
+    dyn["lanes"]["sincos"] = dyn["lanes"]["sincos"] or bool(fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["sincos"])
     if fk["frame_poses"] is not None:
         poses, pose_calls = [], None                # poses_from_frames (templates/model.c.jinja)
     elif fk["poses"] is not None:
@@ -615,7 +617,7 @@ def _frame_tables(model, index) -> dict:
 
 
 
-def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict:
+def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=None) -> dict:
     """Straight-line C for frame kinematics, onode / pnode constants and the hinges' structural zeros folded
     (as the dynamics):
 
@@ -665,8 +667,8 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
                                    0.0, 0.0, 0.0, 1.0]):
                 T.store(f"out[{16 * f + i}]", x)
 
-    def trace(fn):
-        return _trace_function(fn, bodies, nu, _HingeCalls(layout, slugs))
+    def trace(fn, tapes=None):
+        return _trace_function(fn, bodies, nu, _HingeCalls(layout, slugs), tapes)
 
     def short(lines):
         return lines if len(lines) <= soa.POSES_STRAIGHT_LIMIT else None
@@ -692,9 +694,15 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size) -> dict
         steps.append({"k": b.k, "name": b.name, "jlines": jl})
     # the all-frame poses are the body poses and each extra frame's product: traced once, and the body poses
     # (poses) read from them, not traced a second time (arm7: 238 lines)
-    frames_traced = short(trace(frame_poses))
+    fp_tape = []
+    frames_traced = short(trace(frame_poses, fp_tape))
+    # the same trace printed for SG_W states (the frame_poses batch's full blocks)
+    fp_lanes = None if frames_traced is None else _lane_function(
+        fp_tape[0], bodies, nu, layout, slugs, 0, 16 * len(_frame_rows(model, index)), hinges=hinges)
+    if fp_lanes is not None:
+        fp_lanes["part"] = 0
     return {"poses": None if frames_traced is not None else short(trace(poses)), "frame_poses": frames_traced,
-            "steps": steps if total <= soa.JAC_STEPS_LIMIT else []}
+            "frame_poses_lanes": fp_lanes, "steps": steps if total <= soa.JAC_STEPS_LIMIT else []}
 
 
 def body_infos(model, layout, slugs, index) -> list:
@@ -850,6 +858,17 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                 part_lines[f["lanes"]["part"]] = len(f["lanes"]["lines"])
                 lanes["sincos"] = lanes["sincos"] or f["lanes"]["sincos"]
             lanes[f"{k}_derivatives"] = f["lanes"]
+    # a long straight-line FD or ID: printed as segments (segmented_function), in the same part
+    before = {"fd": [], "id": []}
+    for k, fn in (("fd", f"sg_{name}_forward_dynamics"), ("id", f"sg_{name}_inverse_dynamics")):
+        if traced[k] and traced["tapes"][k] is not None:
+            seg = segmented_function(traced["tapes"][k], traced["dyn_bodies"], L.nu, layout, slugs, fn, k == "fd")
+            if seg is not None:
+                before[k] = seg[1]
+                if k == "fd":
+                    fd = seg[0]
+                else:
+                    id_ = seg[0]
     # the straight-line analytic ID derivatives compile at -O2 where the module takes -O3 (pipeline.package): the
     # same bits and speed, in half the time (Talos's lane part: 118 s against 255)
     part_opt = {p: 2 for p in (DERIVATIVE_PARTS["id"], DERIVATIVE_LANE_PARTS["id"])
@@ -863,6 +882,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "derivs_asked": bool(derivatives), "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
+            "fd_before": before["fd"], "id_before": before["id"],
             "cm_lines": traced["cm"], "cd_lines": traced["cd"],
             "upsilon_lines": drivers["upsilon"],
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices", "upsilon"]),
@@ -1140,6 +1160,63 @@ def kernel_arrays(T, bodies) -> list:
     return [(b, arr, kernel, size, sorted(read[arr])) for b in bodies
             for arr, kernel, size in ((f"X{b.tag}", "transform", 16), (f"H{b.tag}", "coord_map", 6 * b.nu),
                                       (f"Hd{b.tag}", "coord_map_dot", 6 * b.nu)) if arr in read]
+
+
+#: a straight-line one-state FD or ID longer than this many lines is printed as segments of about this length,
+#: functions called one after the other that pass the values crossing between them through an array
+#: (:meth:`symgen.ir.tape.Tape.segments`): gcc's register allocation grows faster than the function, so the segments
+#: compile in less time than the whole (Talos's FD, 7,140 lines in 4 segments: see the CHANGELOG)
+SEGMENT_LINES = 2000
+
+
+def segmented_function(T, bodies, nu, layout, slugs, fn: str, returns: bool) -> tuple | None:
+    """The straight-line function of tape ``T`` (what :func:`_trace_function` prints) as segments of about
+    :data:`SEGMENT_LINES` lines: ``(wrapper lines, segment functions' lines)``, the wrapper computing the hinge
+    kernels into one array ``sg_w`` that every segment reads, then calling ``<fn>_seg<j>(q, u, p, out, sg_w, sg_c)``
+    in order (``returns``: the function returns a status, which a segment's pivot check gives and the wrapper
+    passes on).  None when the function is short or its tape cannot be cut (``Tape.segments``)."""
+    n = len(T.lines())
+    cut = T.segments(-(-n // SEGMENT_LINES)) if n > SEGMENT_LINES else None
+    if cut is None:
+        return None
+    calls, w, ptrs = _HingeCalls(layout, slugs), 0, {}
+    items = [(b, arr, calls(b.name, kernel, arr), size) for b, arr, kernel, size, _ in kernel_arrays(T, bodies)]
+    wrapper = []
+    n_ang = len(calls._angles)
+    if n_ang:
+        ptrs.update(ang=0, sc=n_ang)
+        w = 3 * n_ang
+        wrapper += [f"double *const ang = sg_w, *const sc = sg_w + {n_ang};  /* the hinges' angles; (sin, cos) of each */"]
+        wrapper += calls.head()[1:]
+    for b, arr, call, size in items:
+        ptrs[arr] = w
+        wrapper += [f"double *const {arr} = sg_w + {w};  /* '{b.name}' */", call]
+        w += size
+    slots = cut["slots"]
+    wrapper = [f"double sg_w[{max(w, 1)}];  /* the hinge kernels' outputs, which every segment reads */",
+               f"double sg_c[{max(len(slots), 1)}];  /* the values a segment passes on to a later one */"] + wrapper
+    args = "q, u, p, out, sg_w, sg_c"
+    before = []
+    for j, seg in enumerate(cut["segments"]):
+        name = f"{fn}_seg{j}"
+        body = [f"const double *const {a} = sg_w + {ptrs[a]};" for a in sorted(seg["arrays"]) if a in ptrs]
+        body += [f"const double {v} = sg_c[{slots[v]}];" for v in seg["carry_in"]]
+        lines = seg["lines"]
+        tail = [f"sg_c[{slots[v]}] = {v};" for v in seg["carry_out"]]
+        if lines and lines[-1].startswith("return"):
+            body += lines[:-1] + tail + [lines[-1]]
+        else:
+            body += lines + tail + ["return 0;"]
+        casts = void_unused(("q", "u", "p", "out", "sg_w", "sg_c"), body)
+        before += [f"/* {fn}, segment {j + 1} of {len(cut['segments'])} (emit.segmented_function) */",
+                   f"static int {name}(const double *q, const double *u, const double *p, double *out, "
+                   "const double *sg_w, double *sg_c)", "{"]
+        before += ["    " + ln for ln in ([casts] if casts else []) + body] + ["}", ""]
+        wrapper.append(f"if ((s = {name}({args})) != 0) return s;" if returns else f"{name}({args});")
+    if returns:
+        wrapper = ["int s;"] + wrapper + ["return 0;"]
+    casts = void_unused(("q", "u", "p", "out"), wrapper)
+    return ([casts] if casts else []) + wrapper, before
 
 
 def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:

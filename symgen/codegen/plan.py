@@ -45,6 +45,8 @@ class CLanes:
     check: str = ""
     extra: str = ""
     guard: str = ""
+    #: the block's U argument (default: its SG_W rows of u); "0" for an entry point that takes none (frame_poses)
+    u_arg: str = ""
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,8 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
                  if lanes.get(f"{k}_derivatives") else None) for k in ("fd", "id")],
         CBatch("poses", (q, u0, p0, out(nb * L.poses.size))),
         CBatch("body_jacobian", (q, u0, p0, out(6 * nu))),
-        CBatch("frame_poses", (q, out(16 * n_frames))),
+        CBatch("frame_poses", (q, out(16 * n_frames)), 0,
+               CLanes("fp", "0", 16 * n_frames, u_arg="0") if lanes.get("fp") else None),
         CBatch("frame_pose", (q, frame, out(16))),
         CBatch("frame_jacobian", (q, frame, out(6 * nu))),
         CBatch("frame_velocity", (q, u, frame, out(6))),
