@@ -44,6 +44,8 @@ LOOPED_LANES_PART = 14
 #: batches whose lane form is in a derivative part), so that part 0 compiles to the same object in both and the
 #: derivative module takes the value module's from the object cache
 DERIVATIVE_GLUE_PART = 15
+#: the translation unit of the frame poses' lane form, when it is long (compiled beside part 0 instead of in it)
+FRAME_LANES_PART = 16
 
 
 class Record:

@@ -28,7 +28,7 @@ from sympy.printing.c import C99CodePrinter
 from ..hinges.derive import NEEDS_U, NEEDS_U_DQ, Hinge
 from ..symbolic.spatial import stumpff
 from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_GLUE_PART, DERIVATIVE_LANE_PARTS,
-                          DERIVATIVE_PARTS, LOOPED_LANES_PART, MATS_PART)
+                          DERIVATIVE_PARTS, FRAME_LANES_PART, LOOPED_LANES_PART, MATS_PART)
 from .plan import model_batches
 from .lanes import lane_width
 
@@ -499,6 +499,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form, derivatives and not loops, hinges)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size, hinges)
     dyn["lanes"]["fp"] = fk["frame_poses_lanes"]
+    if fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["part"]:
+        dyn["part_lines"][FRAME_LANES_PART] = len(fk["frame_poses_lanes"]["lines"])
     dyn["lanes"]["sincos"] = dyn["lanes"]["sincos"] or bool(fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["sincos"])
     if fk["frame_poses"] is not None:
         poses, pose_calls = [], None                # poses_from_frames (templates/model.c.jinja)
@@ -699,8 +701,8 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=
     # the same trace printed for SG_W states (the frame_poses batch's full blocks)
     fp_lanes = None if frames_traced is None else _lane_function(
         fp_tape[0], bodies, nu, layout, slugs, 0, 16 * len(_frame_rows(model, index)), hinges=hinges)
-    if fp_lanes is not None:
-        fp_lanes["part"] = 0
+    if fp_lanes is not None:     # a long one compiles beside part 0 (tiago_dual's: 1,500 lines)
+        fp_lanes["part"] = FRAME_LANES_PART if len(fp_lanes["lines"]) >= soa.LANE_SPLIT_MIN_LINES else 0
     return {"poses": None if frames_traced is not None else short(trace(poses)), "frame_poses": frames_traced,
             "frame_poses_lanes": fp_lanes, "steps": steps if total <= soa.JAC_STEPS_LIMIT else []}
 
