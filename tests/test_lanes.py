@@ -224,14 +224,15 @@ def test_rollout_lane_with_singular_d(arm7_parametric, bad):
 
 def test_a_segmented_one_state_function_equals_the_whole(monkeypatch):
     """A long straight-line FD or ID is printed as segments that pass the values crossing between them through an
-    array (symgen.codegen.emit.segmented_function): arm7 built with segments of 250 lines (its FD is about 1,070)
-    has them, and its one-state FD, ID and their batches equal the unsegmented build's bit for bit (the same
-    operations in the same order)."""
+    array (symgen.codegen.emit.segmented_function, and _lane_segments for the lane functions): arm7 built with
+    segments of 250 and 300 lines (its FD is about 1,070) has them, and its one-state FD, ID and their batches equal
+    the unsegmented build's bit for bit (the same operations in the same order)."""
     from symgen.codegen import emit
 
     path = ROOT / "examples" / "models" / "arm7.urdf"
     whole = symgen.build(path)
     monkeypatch.setattr(emit, "SEGMENT_LINES", 250)
+    monkeypatch.setattr(emit, "LANE_SEGMENT_LINES", 300)
     seg = symgen.build(path)
     assert seg.manifest["module"] != whole.manifest["module"]
     from symgen.model import load_model
@@ -239,6 +240,7 @@ def test_a_segmented_one_state_function_equals_the_whole(monkeypatch):
 
     text = cached_model_sources(load_model(path))[0]["arm7.c"]
     assert "sg_arm7_forward_dynamics_seg3(" in text and "sg_arm7_inverse_dynamics_seg1(" in text
+    assert "sg_arm7_fd_lanes_seg2(" in text and "sg_arm7_id_lanes_seg1(" in text      # the lane functions too
     for n in (1, W + 3):
         Q, U, T = _states(whole, n, 40 + n)
         _same(np.array([seg.forward_dynamics(Q[i], U[i], T[i]) for i in range(n)]),
@@ -246,3 +248,4 @@ def test_a_segmented_one_state_function_equals_the_whole(monkeypatch):
         _same(seg.forward_dynamics(Q, U, T), whole.forward_dynamics(Q, U, T), f"segmented FD batch, N = {n}")
         _same(np.array([seg.inverse_dynamics(Q[i], U[i], T[i]) for i in range(n)]),
               np.array([whole.inverse_dynamics(Q[i], U[i], T[i]) for i in range(n)]), f"segmented ID, N = {n}")
+        _same(seg.inverse_dynamics(Q, U, T), whole.inverse_dynamics(Q, U, T), f"segmented ID batch, N = {n}")

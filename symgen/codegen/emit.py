@@ -784,7 +784,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                             "this model is past symgen.codegen.schedule's size limits") + "; build it without parameters=")
     lane_kernels = {}            # the hinge kernels on lane vectors, printed once for every lane function
     lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"], hinges=hinges, kernels=lane_kernels,
-                       dyn_bodies=traced["dyn_bodies"])
+                       dyn_bodies=traced["dyn_bodies"], name=name)
     per_kind = PerKindForm(bodies, L, name)
     drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
                             + (() if flexible else ("mats", "upsilon")))
@@ -822,9 +822,10 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             part_lines[parts[k]] = len(lines)
     for i, k in enumerate(("fd", "id", "mm")):
         if lanes[k] and not lanes[k].get("looped"):
-            lanes[k]["part"] = 4 + i if len(lanes[k]["lines"]) >= soa.LANE_SPLIT_MIN_LINES else parts[k]
+            size = lanes[k].get("size", len(lanes[k]["lines"]))           # its segments' lines included
+            lanes[k]["part"] = 4 + i if size >= soa.LANE_SPLIT_MIN_LINES else parts[k]
             if lanes[k]["part"]:
-                part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + len(lanes[k]["lines"])
+                part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + size
     if looped:
         part_lines[LOOPED_LANES_PART] = len(per_kind.lane_functions) + sum(len(x) for x in looped.values())
     part_lines[DERIVATIVE_GLUE_PART] = 1          # small: the derivatives' stubs and the batches that call them
@@ -1169,6 +1170,10 @@ def kernel_arrays(T, bodies) -> list:
 #: (:meth:`symgen.ir.tape.Tape.segments`): gcc's register allocation grows faster than the function, so the segments
 #: compile in less time than the whole (Talos's FD, 7,140 lines in 4 segments: see the CHANGELOG)
 SEGMENT_LINES = 2000
+#: the same for a lane function, whose carried values are vectors of SG_W doubles: its segments are longer, so that
+#: what they pass on stays in the L1 cache (Talos's lane FD in 4 segments carried 768 vectors, 49 kB, and ran 10%
+#: slower; in 2, 428)
+LANE_SEGMENT_LINES = 4000
 
 
 def segmented_function(T, bodies, nu, layout, slugs, fn: str, returns: bool) -> tuple | None:
@@ -1313,7 +1318,7 @@ def _looped_lane_function(kind: str, lines: list, L) -> dict:
 
 
 def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=False, hinges=None,
-                   kernels=None) -> dict | None:
+                   kernels=None, fn: str | None = None) -> dict | None:
     """One traced algorithm (its tape, None for a trace that stopped at a constant D that is not positive
     definite) printed as a lane function (templates/helpers/lanes.c.jinja), or None when it has no lane form.
     Returns the pieces the template prints: the inputs to transpose into lane-major arrays ``<a>_l[i][l]``
@@ -1321,7 +1326,9 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     ``hinges`` {body: Hinge}, else called per lane; ``kernels``: a dict that keeps them for the other lane
     functions of the model, which read the same kernels), the statements.  ``p_lanes``: the function
     also comes as ``..._lanes_pl``, which takes p already in lanes (``p_l``; the rollout keeps it so from step
-    to step); then ``p`` is left out of the inputs and its (count, row stride) is the result's ``p_lanes``."""
+    to step); then ``p`` is left out of the inputs and its (count, row stride) is the result's ``p_lanes``.
+    ``fn``: the function's name, for its segments (:func:`_lane_segments`) where it is longer than
+    :data:`SEGMENT_LINES` (``before``: their functions, printed before it); None: never segmented."""
     from ..ir.tape import LaneError
 
     if T is None:
@@ -1345,9 +1352,63 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
             "out": any(re.search(r"\bout_l\[", line) for line in body)}    # no U (every hinge locked): no out
     p_in = [(n, stride) for a, n, stride in ins if a == "p" and p_lanes]
     ins = [x for x in ins if not (p_in and x[0] == "p")]
+    have = {a for a, _, _ in ins} | ({"p"} if p_in else set())
+    before = []
+    if fn and len(body) > LANE_SEGMENT_LINES:
+        seg = _lane_segments(T, head, fn, have, used["out"])
+        if seg is not None:
+            head, body, before = seg
     return {"ins": ins, "head": head, "lines": body, "loop_i": bool(ins) or sc_calls or used["out"], "out_l": used["out"], "guard": "",
             "unused": [a for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
-            "p_lanes": p_in[0] if p_in else None}
+            "p_lanes": p_in[0] if p_in else None, "before": before, "size": len(body) + len(before)}
+
+
+def _lane_segments(T, head: list, fn: str, have: set, out_l: bool) -> tuple | None:
+    """A lane function's statements as segments (:func:`segmented_function`'s, for SG_W states): ``(head, wrapper
+    lines, segment functions)``.  The head's hinge-kernel arrays move into one array of vectors ``sg_wl`` that every
+    segment reads; the vectors (``sg_cl``) and doubles (``sg_cs``) a segment passes on to a later one, the lane
+    arrays of q, u, p and the outputs are the segments' arguments (0 where the function has none)."""
+    n = len(T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"}))
+    cut = T.lane_segments(-(-n // LANE_SEGMENT_LINES), "sg_vd", "SG_W",
+                          {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"})
+    if cut is None:
+        return None
+    decl = re.compile(r"sg_vd (\w+)\[(\d+)\];(  /\* .* \*/)?$")
+    new_head, ptrs, w = [], {}, 0
+    for line in head:
+        m = decl.match(line)
+        if m and m.group(1) not in ("s_l", "c_l"):
+            ptrs[m.group(1)] = w
+            new_head.append(f"sg_vd *const {m.group(1)} = sg_wl + {w};{m.group(3) or ''}")
+            w += int(m.group(2))
+        else:
+            new_head.append(line)
+    vec = [v for v in cut["slots"] if v not in cut["scalar"]]
+    sca = [v for v in cut["slots"] if v in cut["scalar"]]
+    vslot, sslot = {v: i for i, v in enumerate(vec)}, {v: i for i, v in enumerate(sca)}
+    new_head = [f"sg_vd sg_wl[{max(w, 1)}];  /* the hinge kernels' outputs, which every segment reads */",
+                f"sg_vd sg_cl[{max(len(vec), 1)}];  /* the vectors a segment passes on to a later one */",
+                f"double sg_cs[{max(len(sca), 1)}];  /* the doubles a segment passes on */"] + new_head
+    args = ", ".join([f"{a}_l" if a in have else "0" for a in ("q", "u", "p")] + ["out_l" if out_l else "0", "st",
+                                                                                 "sg_wl", "sg_cl", "sg_cs"])
+    params = ("q_l", "u_l", "p_l", "out_l", "st", "sg_wl", "sg_cl", "sg_cs")
+    before, calls = [], []
+    for j, seg in enumerate(cut["segments"]):
+        name = f"{fn}_seg{j}"
+        body = [f"const sg_vd *const {a} = sg_wl + {ptrs[a]};" for a in sorted(seg["arrays"]) if a in ptrs]
+        body += [f"const double {v} = sg_cs[{sslot[v]}];" if v in sslot else f"const sg_vd {v} = sg_cl[{vslot[v]}];"
+                 for v in seg["carry_in"]]
+        body += seg["lines"]
+        body += [f"sg_cs[{sslot[v]}] = {v};" if v in sslot else f"sg_cl[{vslot[v]}] = {v};" for v in seg["carry_out"]]
+        text = "\n".join(body)
+        casts = void_unused(params, body)
+        before += [f"/* {fn}, segment {j + 1} of {len(cut['segments'])} (emit._lane_segments) */",
+                   f"SG_LANE_TARGET static void {name}(const sg_vd *q_l, const sg_vd *u_l, const sg_vd *p_l, "
+                   "sg_vd *out_l, int *st, const sg_vd *sg_wl, sg_vd *sg_cl, double *sg_cs)", "{"]
+        before += ["    " + ln for ln in (["int l;"] if re.search(r"\bl\b", text) else []) + ([casts] if casts else [])
+                   + body] + ["}", ""]
+        calls.append(f"{name}({args});")
+    return new_head, calls, before
 
 
 def lane_kernel_head(items, bodies, nu, layout, slugs, strides, size, hinges=None, kernels=None):
@@ -1412,7 +1473,7 @@ def _lane_args(m) -> str:
 
 
 def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, hinges=None, kernels=None,
-               dyn_bodies=None) -> dict:
+               dyn_bodies=None, name: str | None = None) -> dict:
     """The lane form of forward dynamics, inverse dynamics and the mass matrix (``sg_<name>_<kind>_lanes``,
     templates/helpers/lanes.c.jinja): each straight-line function of :func:`_traced_dynamics` (``tapes``) printed
     a second way by :meth:`symgen.ir.tape.Tape.lane_lines`, SG_W states per call.  A kind is left out (its batch
@@ -1429,7 +1490,9 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, 
     width = lane_width() if width is None else width  # SG_W: symgen.codegen.lanes
 
     def lane(key, p_stride, out_size, p_lanes=False):
-        return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes, hinges, kernels)
+        fn = f"sg_{name}_{key}_lanes" if name and key in ("fd", "id") else None
+        return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes, hinges, kernels,
+                              fn=fn)
 
     from .schedule import branched as branches
 

@@ -445,7 +445,13 @@ class Tape:
         if k < 2:
             return None
         self.lines()                                        # names the live temporaries
-        stmts = self._statement_lines()
+        cut = self._cut(self._statement_lines(), k)
+        if cut is not None:
+            cut.pop("values")
+        return cut
+
+    def _cut(self, stmts, k: int) -> dict | None:
+        """:meth:`segments` of printed ``(statement, lines)`` pairs; also ``values``: the carried values."""
         if any(st[0] not in self.SEGMENT_KINDS for st, _ in stmts):
             return None
         n_defs = sum(1 for st, _ in stmts if st[0] == "def")
@@ -459,7 +465,7 @@ class Tape:
                 where[id(st[1])] = j
                 seen += 1
         segs = [{"lines": [], "carry_in": [], "carry_out": [], "arrays": set()} for _ in range(j + 1)]
-        carried = {}                                          # name -> (defining segment, reading segments)
+        carried = {}                                          # name -> (value, defining segment, reading segments)
         for (st, lines), j in zip(stmts, seg_of):
             seg = segs[j]
             seg["lines"] += lines
@@ -469,15 +475,15 @@ class Tape:
                     if v.ref is not None:
                         seg["arrays"].add(v.ref[0])
                 elif where[id(v)] < j:
-                    d = carried.setdefault(v.name, (where[id(v)], set()))
-                    d[1].add(j)
+                    d = carried.setdefault(v.name, (v, where[id(v)], set()))
+                    d[2].add(j)
         slots = {}
-        for name, (d, readers) in carried.items():
+        for name, (v, d, readers) in carried.items():
             slots[name] = len(slots)
             segs[d]["carry_out"].append(name)
             for j in sorted(readers):
                 segs[j]["carry_in"].append(name)
-        return {"segments": segs, "slots": slots}
+        return {"segments": segs, "slots": slots, "values": [v for v, _, _ in carried.values()]}
 
     def statements(self) -> list:
         """The live statements in program order, each a typed record (the comment above the statement kinds),
@@ -524,6 +530,10 @@ class Tape:
         :meth:`lines`.  Raises :class:`LaneError` for a statement it cannot print per lane (a call of a lane
         value, the locals and routine calls of :meth:`local_arrays`, :meth:`invoke`, :meth:`invoke_if_nonzero`,
         :meth:`store_int`, another effect)."""
+        return [ln for _, lines in self._lane_statement_lines(vector, width, arrays, rows, scalars) for ln in lines]
+
+    def _lane_statement_lines(self, vector, width, arrays, rows, scalars) -> list:
+        """``(statement, its lane lines)`` for each statement :meth:`lane_lines` prints, in order."""
         arrays, rows, scalars = arrays or {}, rows or {}, set(scalars)
         self.lines()                                      # names the live temporaries
         loop = f"for (l = 0; l < {width}; ++l)"
@@ -551,8 +561,10 @@ class Tape:
             """A scalar (a double or a float) as what lane l of a target takes."""
             return ref(x) if isinstance(x, Val) else _const(x)
 
-        out = []
+        res = []
         for s in self._printed():
+            out = []
+            res.append((s, out))
             kind = s[0]
             if kind == "comment":
                 out.append(f"/* {s[1]} */")
@@ -590,7 +602,20 @@ class Tape:
                                f"  /* {s[3]} */")
             else:
                 raise LaneError(f"statement {s!r} has no lane form")
-        return out
+        self._lane_scalar = is_scalar
+        return res
+
+    def lane_segments(self, k: int, vector: str = "sg_vd", width: str = "SG_W", arrays: dict | None = None,
+                      rows: dict | None = None, scalars=()) -> dict | None:
+        """:meth:`segments` of :meth:`lane_lines` (the same arguments): the segments' lines are lane statements, and
+        ``scalar`` names the carried values that are doubles (the others are vectors)."""
+        if k < 2:
+            return None
+        stmts = self._lane_statement_lines(vector, width, arrays, rows, scalars)
+        cut = self._cut(stmts, k)
+        if cut is not None:
+            cut["scalar"] = {v.name for v in cut.pop("values") if self._lane_scalar(v)}
+        return cut
 
     # ---- the split form: scalar values once, lane values (a vector of directions) per block
     def split_lines(self, lane_arrays: dict, vector: str = "sg_dv", width: str = "SG_DW", rows: dict | None = None,
