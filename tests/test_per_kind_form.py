@@ -182,3 +182,31 @@ def test_the_cost_model_loops_the_mass_matrix_of_a_large_branched_tree():
     assert "looped lanes are faster" in manifest["form_reasons"]["mass_matrix"]
     assert "/* composite-body mass matrix, nU x nU (per_kind: a branched tree's M" in files["humanoid.c"]
     assert symgen.build(str(EXAMPLES / "humanoid.urdf"), floating_base=True).forms == manifest["forms"]
+
+
+def test_pins_about_different_axes_are_folded_onto_one():
+    """fold_pin_axes: a PIN about a is the reference PIN (axis r) between an onode turned by C and a pnode turned by
+    C, C r = a (checked for random axes and a = -r, C orthonormal with det 1); the floating humanoid's PINs
+    (URDF axes x, y, z) are one spec in its per-kind steps, their onodes and pnodes in sg_<m>_step_const while
+    body_const keeps the model's.  That the folded steps compute the same dynamics is
+    test_per_kind_form_agrees_with_straight_line's (the humanoid, the quadruped, arm6, spatial_chain fold)."""
+    import re
+
+    from symgen.codegen.perkind import _rotation_taking
+    from symgen.model import load_model
+    from symgen.pipeline.sources import cached_model_sources
+
+    rng = np.random.default_rng(2)
+    for r, a in [(rng.normal(size=3), rng.normal(size=3)) for _ in range(5)] + [([0.0, 1.0, 0.0], [0.0, -1.0, 0.0])]:
+        r, a = np.asarray(r) / np.linalg.norm(r), np.asarray(a) / np.linalg.norm(a)
+        C = _rotation_taking(r, a)
+        np.testing.assert_allclose(C @ r, a, atol=1e-14)
+        np.testing.assert_allclose(C @ C.T, np.eye(3), atol=1e-14)
+        assert abs(np.linalg.det(C) - 1.0) < 1e-14
+    files, man = cached_model_sources(load_model(str(EXAMPLES / "humanoid.urdf"), floating_base=True), "per_kind")
+    c = files["humanoid.c"]
+    pin_specs = {h["slug"] for h in man["hinges"].values() if h["type"] == "PIN"}
+    assert len(pin_specs) > 1
+    step_slugs = set(re.findall(r"ATBI tip to base[^;]*; [^;]*; kind \d+: (pin\w*)", c))
+    assert len(step_slugs) == 1 and step_slugs <= pin_specs, step_slugs
+    assert "sg_humanoid_step_const[" in c and c.count("a PIN folded") >= len(pin_specs) - 1

@@ -106,6 +106,8 @@ class BodyInfo:
     tag: str = None        # suffix of this body's names in the C (default: its index; "" in the per-kind form)
     status: str = None     # C expression returned when D is not positive definite (default: k + 1)
     flex: FlexInfo = None  # a flexible body's modes (None: rigid)
+    kernels_of: str = None  # the body whose hinge kernels (and their structure) this one's steps call: a PIN folded
+    #                         onto another PIN's axis (symgen.codegen.perkind.fold_pin_axes); None: its own
 
     def __post_init__(self):
         if self.tag is None:

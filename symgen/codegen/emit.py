@@ -785,7 +785,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     lane_kernels = {}            # the hinge kernels on lane vectors, printed once for every lane function
     lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"], hinges=hinges, kernels=lane_kernels,
                        dyn_bodies=traced["dyn_bodies"], name=name)
-    per_kind = PerKindForm(bodies, L, name)
+    per_kind = PerKindForm(bodies, L, name, hinges)
     drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
                             + (() if flexible else ("mats", "upsilon")))
     # the looped lane form of the entry points that take the per-kind form (their steps for SG_W states at once)
@@ -929,7 +929,7 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         return pk.emit_rnea_derivatives(), pk.emit_rnea_derivative_lanes(nq, hinges, _lane_kernel)
 
     if not straight:
-        pk = PerKindDerivatives(bodies, L, name, layout)
+        pk = PerKindDerivatives(bodies, L, name, layout, hinges)
         drivers = pk.emit_derivatives(nq)
         lanes, dispatch = pk.emit_lane_derivatives(nq)
         tangent_lines, tangent_lanes = looped_tangent(pk)
@@ -946,7 +946,7 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
                              lambda T, bs: parametric_bodies(T, bs, L), lane_head)
         out[k] = f and {**f, "per_kind": False}
     if out["id"] and looped:
-        pk = PerKindDerivatives(bodies, L, name, layout)
+        pk = PerKindDerivatives(bodies, L, name, layout, hinges)
         out["id"]["tangent_lines"], out["id"]["lanes"] = looped_tangent(pk)
         out["per_kind"] = pk.functions + pk.tables
         return out

@@ -112,6 +112,68 @@ def lane_workspace(nu: int) -> Record:
                   ("eps", nu), ("F", 6 * nu))
 
 
+def _pin_axis(h):
+    """The axis of a PIN hinge without internal frames (its transform a rotation about that axis through the
+    onode's origin), else None."""
+    spec = getattr(h, "spec", None)
+    if spec is None or spec.hinge_type != "PIN":
+        return None
+    prm = spec.params
+    if tuple(prm.i2onode_q) != (0.0, 0.0, 0.0, 1.0) or tuple(prm.j2pnode_q) != (0.0, 0.0, 0.0, 1.0):
+        return None
+    a = [float(c[0]) for c in prm.axes]
+    return a if abs(sum(x * x for x in a) - 1.0) < 1e-12 else None
+
+
+def _rotation_taking(r, a):
+    """A rotation C (3 x 3, numpy) with C r = a, for unit vectors r and a (Rodrigues; a half turn about an axis
+    normal to r when a = -r)."""
+    import numpy as np
+
+    r, a = np.asarray(r, float), np.asarray(a, float)
+    v, c = np.cross(r, a), float(r @ a)
+    if c < -1.0 + 1e-12:
+        n = np.cross(r, [1.0, 0.0, 0.0] if abs(r[0]) < 0.9 else [0.0, 1.0, 0.0])
+        n /= np.linalg.norm(n)
+        return 2.0 * np.outer(n, n) - np.eye(3)
+    vx = np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+    return np.eye(3) + vx + vx @ vx / (1.0 + c)
+
+
+def fold_pin_axes(bodies: list, hinges: dict) -> list:
+    """The bodies as the per-kind steps see them, every PIN folded onto the axis r of the PIN spec most bodies have:
+    a PIN about a turns by R_a(theta) = C R_r(theta) C^T (C r = a), so it is that PIN between an onode turned by C
+    and a pnode turned by C (on_R C, C^T pnode^-1), the same X_pb, the same body-frame H and the same Q.  Its steps
+    then call the reference's kernels (``slug``, the kernels' structure, ``kernels_of``), and PINs about any axes are
+    one body kind (dm_control's rodent: 25 PIN axes, 42 kinds before).  Other bodies are returned as they are."""
+    import dataclasses
+    from collections import Counter
+
+    import numpy as np
+
+    axes = {b.name: _pin_axis(hinges.get(b.name)) for b in bodies if not b.flex}
+    axes = {n: a for n, a in axes.items() if a is not None}
+    if len({tuple(a) for a in axes.values()}) < 2:
+        return list(bodies)
+    count = Counter(b.slug for b in bodies if b.name in axes)
+    ref_slug = max(count, key=lambda sl: (count[sl], sl))
+    ref = next(b for b in bodies if b.slug == ref_slug and b.name in axes)
+    r = axes[ref.name]
+    out = []
+    for b in bodies:
+        if b.name not in axes or b.slug == ref_slug:
+            out.append(b)
+            continue
+        C = _rotation_taking(r, axes[b.name])
+        on = np.asarray(b.on_R, float).reshape(3, 3) @ C
+        pinv_R, pinv_l = C.T @ np.asarray(b.pinv_R, float).reshape(3, 3), C.T @ np.asarray(b.pinv_l, float)
+        out.append(dataclasses.replace(
+            b, slug=ref.slug, on_R=[float(x) for x in on.ravel()], pinv_R=[float(x) for x in pinv_R.ravel()],
+            pinv_l=[float(x) for x in pinv_l], X_const=ref.X_const, H_const=ref.H_const, Hd_const=ref.Hd_const,
+            X_alias=ref.X_alias, H_alias=ref.H_alias, Hd_alias=ref.Hd_alias, kernels_of=ref.kernels_of or ref.name))
+    return out
+
+
 class _Kind:
     """One body kind: a representative body and the constant entries of what its steps store."""
 
@@ -127,7 +189,12 @@ class _Kind:
 class PerKindForm:
     """C of the per-kind form for one model: the step functions, their tables and the FD / ID / M drivers."""
 
-    def __init__(self, bodies: list, layout: ModelLayout, name: str):
+    def __init__(self, bodies: list, layout: ModelLayout, name: str, hinges: dict | None = None):
+        # hinges ({body: Hinge}): PINs about different axes folded onto one (fold_pin_axes); their steps then read
+        # their onode and pnode from sg_<m>_step_const (body_const keeps the model's, which the kinematics read)
+        self.model_bodies = list(bodies)
+        bodies = fold_pin_axes(bodies, hinges) if hinges else list(bodies)
+        self.const_table = "step_const" if any(b.kernels_of for b in bodies) else "body_const"
         self.bodies, self.L, self.name = bodies, layout, name
         has_children = {b.parent for b in bodies}
         self.kinds, self.kind_of = [], []
@@ -440,7 +507,7 @@ class PerKindForm:
             signature = _dl_signature(lane[0])
         defs = [("qh", f"const double *qh = q + sg_{nm}_q0[k];"), ("uh", f"const double *uh = u + sg_{nm}_u0[k];"),
                 ("uo", f"const int uo = sg_{nm}_u0[k];"),
-                ("c", f"const double *c = sg_{nm}_body_const[k];"),
+                ("c", f"const double *c = sg_{nm}_{self.const_table}[k];"),
                 ("w", f"double *w = ws + {self._block('k')};"),
                 ("wp", f"double *wp = ws + {self._block(f'sg_{nm}_parent[k]')};"),
                 ("Th", f"const double *Th = p + {L.params['tau']} + sg_{nm}_u0[k];"),
@@ -604,14 +671,15 @@ class PerKindForm:
             if m:
                 read.setdefault(m.group(1), set()).add(int(m.group(2)))
         rep = kind.rep
-        h, args = hinges.get(rep.name), self.body_layout[rep.name]["structure"]["trig_args"]
+        of = rep.kernels_of or rep.name          # a folded PIN calls its reference's kernels
+        h, args = hinges.get(of), self.body_layout[of]["structure"]["trig_args"]
         nq, nu = self.L.nqh[rep.k], rep.nu
         decls, vector, per_lane = [], [], []
         for arr, kernel, size in _kernel_outputs(nq, nu):
             if arr not in read:
                 continue
             live = sorted(read[arr])
-            st = self.body_layout[rep.name]["structure"]
+            st = self.body_layout[of]["structure"]
             if kernel in st and arr in ("X", "H", "Hd"):
                 # every entry the scalar kernel computes, not only those read: its CSE over a subset of them may
                 # group a product differently (a step that reads only a few of them, through a derivative kernel's
@@ -666,7 +734,7 @@ class PerKindForm:
         P = self.L.params
         defs = [("qh", f"const sg_vd *qh = q + sg_{nm}_q0[k];"), ("uh", f"const sg_vd *uh = u + sg_{nm}_u0[k];"),
                 ("uo", f"const int uo = sg_{nm}_u0[k];"),
-                ("c", f"const double *c = sg_{nm}_body_const[k];"),
+                ("c", f"const double *c = sg_{nm}_{self.const_table}[k];"),
                 ("w", f"sg_vd *w = ws + sg_{nm}_{self._ws_table}[k];"),
                 ("wp", f"sg_vd *wp = ws + sg_{nm}_{self._ws_table}[sg_{nm}_parent[k]];"),
                 ("Th", f"const sg_vd *Th = p + {P['tau']} + sg_{nm}_u0[k];"),
@@ -727,7 +795,9 @@ class PerKindForm:
         """The topology and constants tables the step functions read."""
         nm, L = self.name, self.L
         ints = lambda xs: ", ".join(str(int(x)) for x in xs)  # noqa: E731
-        rows = [f"    {{{', '.join(repr(x) for x in body_constants(b, L))}}},  /* '{b.name}' */" for b in self.bodies]
+        rows = [f"    {{{', '.join(repr(x) for x in body_constants(b, L))}}},  /* '{b.name}' */" for b in self.model_bodies]
+        steps = [f"    {{{', '.join(repr(x) for x in body_constants(b, L))}}},  /* '{b.name}'"
+                 + (f": a PIN folded onto '{b.kernels_of}''s axis */" if b.kernels_of else " */") for b in self.bodies]
         return ([f"/* the bodies' topology: their parent (-1: newtonian), first Q and U, U count"
                  + (" and kind (which per-kind step functions they take) */" if self.functions else " */")]
                 + ([f"static const int sg_{nm}_kind[{len(self.bodies)}] = {{ {ints(self.kind_of)} }};"]
@@ -740,7 +810,10 @@ class PerKindForm:
                  f"static const int sg_{nm}_nuh[{len(self.bodies)}] = {{ {ints(L.nuh)} }};",
                  f"/* per body: m, h = m c (3), J about the origin (xx xy xz yy yz zz), onode R l, pnode^-1 R l, "
                  f"armature */",
-                 f"static const double sg_{nm}_body_const[{len(self.bodies)}][{L.body_const.size}] = {{"] + rows + ["};"])
+                 f"static const double sg_{nm}_body_const[{len(self.bodies)}][{L.body_const.size}] = {{"] + rows + ["};"]
+                + ([f"/* the same as the per-kind steps read them: the PINs folded onto one axis (fold_pin_axes) */",
+                    f"static const double sg_{nm}_step_const[{len(self.bodies)}][{L.body_const.size}] = {{"] + steps
+                   + ["};"] if self.const_table == "step_const" else []))
 
 
 # ---- derivatives ---------------------------------------------------------------------------------------------
@@ -816,8 +889,8 @@ class PerKindDerivatives(PerKindForm):
     The values' steps are traced again under their own names (``sg_<m>_dv_...``): the derivatives are a
     translation unit of their own."""
 
-    def __init__(self, bodies: list, layout: ModelLayout, name: str, body_layout: dict):
-        super().__init__(bodies, layout, name)
+    def __init__(self, bodies: list, layout: ModelLayout, name: str, body_layout: dict, hinges: dict | None = None):
+        super().__init__(bodies, layout, name, hinges)
         self.body_layout = body_layout
 
     def _dual(self, T, kind, ancestor=False, carried=False):
@@ -831,7 +904,7 @@ class PerKindDerivatives(PerKindForm):
         from .derivatives import kernel_tangent
 
         rep = kind.rep
-        st, nq = self.body_layout[rep.name]["structure"], self.L.nqh[rep.k]
+        st, nq = self.body_layout[rep.kernels_of or rep.name]["structure"], self.L.nqh[rep.k]
         rec = self._rec(kind)
         f0 = rec["f"]
         own = {i for field in ("R", "l", "H") for i in range(rec.span(field).start, rec.span(field).stop)}
@@ -1095,7 +1168,7 @@ class PerKindDerivatives(PerKindForm):
         w.update(Vp=Vp, Ap=Ap, u=io["u"], udot=io["tau"], IC=_unpack_rigid(self._ld(T, kind, "IC", 10)),
                  SC=_unpack_s(self._ld(T, kind, "SC", 9)),
                  **{f: self._idd_columns(T, kind, b, f) for f in ("H", "XHd", "hI", "hB")})
-        st, nq = self.body_layout[kind.rep.name]["structure"], self.L.nqh[kind.rep.k]
+        st, nq = self.body_layout[kind.rep.kernels_of or kind.rep.name]["structure"], self.L.nqh[kind.rep.k]
         N = st.get("qdot_map") or [None] * (nq * n)
 
         def own_tangent(T, b, arr, wrt, k):
