@@ -1280,12 +1280,23 @@ def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: 
     else:
         M = getattr(h, kernel)
     args = hinge_trig_args(h) if kernel in TRIG_KERNELS else []
-    slots = {s_: f"q_l[{q0 + i}]" for i, s_ in enumerate(h.q)}
-    slots.update({s_: f"u_l[{u0 + i}]" for i, s_ in enumerate(h.u)})
-    lines, _, helpers = emit_statements([M[i] for i in live], slots, out_name="OUT", temp_prefix=f"{arr}_t",
-                                        trig_index={a: k for k, a in enumerate(args)} if args else None)
+    # the kernel's statements once per (hinge, kernel, entries) for every body that has it (memo): printed with
+    # placeholders (Q and U from 0, temporaries SGK_t<i>), then moved to this body's offsets and array by name
+    key = ("statements", id(h), kernel, tuple(live))
+    if memo is None or key not in memo:
+        slots = {s_: f"q_l[{i}]" for i, s_ in enumerate(h.q)}
+        slots.update({s_: f"u_l[{i}]" for i, s_ in enumerate(h.u)})
+        got = emit_statements([M[i] for i in live], slots, out_name="OUT", temp_prefix="SGK_t",
+                              trig_index={a: k for k, a in enumerate(args)} if args else None)
+        if memo is not None:
+            memo[key] = got
+    else:
+        got = memo[key]
+    raw, _, helpers = got
     if helpers:
         return None
+    moved = lambda m: f"{m.group(1)}_l[{(q0 if m.group(1) == 'q' else u0) + int(m.group(2))}]"  # noqa: E731
+    lines = [re.sub(r"\bSGK_t", f"{arr}_t", re.sub(r"\b([qu])_l\[(\d+)\]", moved, line)) for line in raw]
 
     def trig(m):
         k = int(m.group(1))
