@@ -766,7 +766,9 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
         raise ValueError(f"form must be one of {', '.join(map(repr, soa.FORMS))}, not {form!r}")
     bodies = body_infos(model, layout, slugs, index)
     flexible = [b.name for b in bodies if b.flex]
-    traced = _traced_dynamics(bodies, L, layout, slugs, straight=form == "auto")
+    # the centroidal functions compile on first use with the derivatives (abi.layout.ALL_DERIVATIVE_PARTS): a module
+    # without them has their stubs only, so their code is generated with the derivatives (rodent: 3 s of emit)
+    traced = _traced_dynamics(bodies, L, layout, slugs, straight=form == "auto", centroidal=bool(derivatives))
     if flexible and not all(traced[k] for k in ("fd", "id", "mm")):
         from ..model import ModelError
 
@@ -834,7 +836,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     # suite's models took a quarter more compile time, Talos's cold build 30 -> 40 s
     for k in ("cm", "cd"):
         parts[k] = CENTROIDAL_PARTS[k]
-        part_lines[parts[k]] = len(traced[k]) + (len(lanes[k]["lines"]) if lanes[k] else 0)
+        part_lines[parts[k]] = len(traced[k] or ()) + (len(lanes[k]["lines"]) if lanes[k] else 0)
         if lanes[k]:
             lanes[k].update(part=parts[k], guard="!defined(SG_NO_DERIVATIVES)")
     # the per-kind form (its steps, atbi_matrices, upsilon, and the entry points that take it) is a translation
@@ -1074,7 +1076,7 @@ def parametric_bodies(T, bodies, L) -> list:
     return out
 
 
-def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
+def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True, centroidal: bool = True) -> dict:
     """Straight-line bodies of forward dynamics, inverse dynamics and the mass matrix (:mod:`symgen.algorithms.soa`);
     None for those that take the per-kind form: all with ``straight=False``, else those symgen.codegen.schedule's
     cost model loops (FD and ID together by FD's length, M by its walk).  ``tapes``: the traced tape of each
@@ -1102,9 +1104,10 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True) -> dict:
         tapes[key] = kept[0]
         return lines
 
-    # the centroidal functions are O(n) in every model (no ancestor walk): straight-line whatever the size
-    centroidal = {"cm": trace("cm", soa.centroidal_momentum_matrix, dyn, dyn_io),
-                  "cd": trace("cd", soa.centroidal_dynamics, dyn, dyn_io)}
+    # the centroidal functions are O(n) in every model (no ancestor walk): straight-line whatever the size; traced
+    # only for a module that compiles them (``centroidal``: the one with the derivatives)
+    centroidal = ({"cm": trace("cm", soa.centroidal_momentum_matrix, dyn, dyn_io),
+                   "cd": trace("cd", soa.centroidal_dynamics, dyn, dyn_io)} if centroidal else {"cm": None, "cd": None})
     if not straight:
         why = {k: "form='per_kind'" for k in ("fd", "id", "mm")}
         return {**none, **centroidal, "tapes": {**tapes, **none}, "why": why, "dyn_bodies": bodies}
@@ -1502,8 +1505,8 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, 
 
     def lane(key, p_stride, out_size, p_lanes=False):
         fn = f"sg_{name}_{key}_lanes" if name and key in ("fd", "id") else None
-        return _lane_function(tapes[key], bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes, hinges, kernels,
-                              fn=fn)
+        return _lane_function(tapes.get(key), bodies, L.nu, layout, slugs, p_stride, out_size, p_lanes, hinges,
+                              kernels, fn=fn)
 
     from .schedule import branched as branches
 

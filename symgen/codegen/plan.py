@@ -74,8 +74,9 @@ class CBatch:
     def glue(self) -> bool:
         """Printed in the derivative glue part (symgen.abi.layout.DERIVATIVE_GLUE_PART), not part 0: a derivative's
         batch (its one-state function is generated only with the derivatives) or one whose lane form is compiled
-        on first use with them, so that part 0 is the same text in the modules with and without them."""
-        return self.verb.endswith("_derivatives") or bool(self.lanes and self.lanes.guard)
+        on first use with them (the centroidal functions: generated with the derivatives only), so that part 0 is the
+        same text in the modules with and without them."""
+        return self.verb.endswith("_derivatives") or self.verb.startswith("centroidal_") or bool(self.lanes and self.lanes.guard)
 
     @property
     def out(self) -> CArg:
