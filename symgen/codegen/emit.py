@@ -867,7 +867,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     before = {"fd": [], "id": []}
     for k, fn in (("fd", f"sg_{name}_forward_dynamics"), ("id", f"sg_{name}_inverse_dynamics")):
         if traced[k] and traced["tapes"][k] is not None:
-            seg = segmented_function(traced["tapes"][k], traced["dyn_bodies"], L.nu, layout, slugs, fn, k == "fd")
+            seg = segmented_function(traced["tapes"][k], len(traced[k]), traced["dyn_bodies"], L.nu, layout, slugs,
+                                     fn, k == "fd")
             if seg is not None:
                 before[k] = seg[1]
                 if k == "fd":
@@ -1179,13 +1180,13 @@ SEGMENT_LINES = 2000
 LANE_SEGMENT_LINES = 4000
 
 
-def segmented_function(T, bodies, nu, layout, slugs, fn: str, returns: bool) -> tuple | None:
+def segmented_function(T, n: int, bodies, nu, layout, slugs, fn: str, returns: bool) -> tuple | None:
     """The straight-line function of tape ``T`` (what :func:`_trace_function` prints) as segments of about
     :data:`SEGMENT_LINES` lines: ``(wrapper lines, segment functions' lines)``, the wrapper computing the hinge
     kernels into one array ``sg_w`` that every segment reads, then calling ``<fn>_seg<j>(q, u, p, out, sg_w, sg_c)``
     in order (``returns``: the function returns a status, which a segment's pivot check gives and the wrapper
-    passes on).  None when the function is short or its tape cannot be cut (``Tape.segments``)."""
-    n = len(T.lines())
+    passes on); ``n``: its length in lines.  None when the function is short or its tape cannot be cut
+    (``Tape.segments``)."""
     cut = T.segments(-(-n // SEGMENT_LINES)) if n > SEGMENT_LINES else None
     if cut is None:
         return None
@@ -1266,6 +1267,8 @@ def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
 #: was 6,000, which left Talos (38 DOF, floating) without lanes: its batched FD went from 4.2 to 1.1 µs per state
 #: with them, its cold build from 16.7 to 20.2 s (both measured beside other work)
 LANE_MAX_LINES = 10000
+#: the lane arrays a straight-line lane function reads and writes in place of q, u, p and out
+_LANE_ARRAYS = {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"}
 
 
 def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: int, memo=None) -> list | None:
@@ -1342,14 +1345,14 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     also comes as ``..._lanes_pl``, which takes p already in lanes (``p_l``; the rollout keeps it so from step
     to step); then ``p`` is left out of the inputs and its (count, row stride) is the result's ``p_lanes``.
     ``fn``: the function's name, for its segments (:func:`_lane_segments`) where it is longer than
-    :data:`SEGMENT_LINES` (``before``: their functions, printed before it); None: never segmented."""
+    :data:`LANE_SEGMENT_LINES` (``before``: their functions, printed before it); None: never segmented."""
     from ..ir.tape import LaneError
 
     if T is None:
         return None                                       # a constant D that can never be solved: scalar
     try:     # the outputs into vectors out_l[i], turned into SG_W rows once at the end (one loop nest, not a
         # per-lane loop per output: the centroidal momentum matrix's 6 nU + 9 took 8.7 s of gcc on Talos, 1.9 s so)
-        body = T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"})
+        body = T.lane_lines("sg_vd", "SG_W", _LANE_ARRAYS)
     except LaneError:
         return None
     if len(body) > LANE_MAX_LINES:
@@ -1369,7 +1372,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     have = {a for a, _, _ in ins} | ({"p"} if p_in else set())
     before = []
     if fn and len(body) > LANE_SEGMENT_LINES:
-        seg = _lane_segments(T, head, fn, have, used["out"])
+        seg = _lane_segments(T, len(body), head, fn, have, used["out"])
         if seg is not None:
             head, body, before = seg
     return {"ins": ins, "head": head, "lines": body, "loop_i": bool(ins) or sc_calls or used["out"], "out_l": used["out"], "guard": "",
@@ -1377,14 +1380,13 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
             "p_lanes": p_in[0] if p_in else None, "before": before, "size": len(body) + len(before)}
 
 
-def _lane_segments(T, head: list, fn: str, have: set, out_l: bool) -> tuple | None:
+def _lane_segments(T, n: int, head: list, fn: str, have: set, out_l: bool) -> tuple | None:
     """A lane function's statements as segments (:func:`segmented_function`'s, for SG_W states): ``(head, wrapper
     lines, segment functions)``.  The head's hinge-kernel arrays move into one array of vectors ``sg_wl`` that every
     segment reads; the vectors (``sg_cl``) and doubles (``sg_cs``) a segment passes on to a later one, the lane
-    arrays of q, u, p and the outputs are the segments' arguments (0 where the function has none)."""
-    n = len(T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"}))
-    cut = T.lane_segments(-(-n // LANE_SEGMENT_LINES), "sg_vd", "SG_W",
-                          {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"})
+    arrays of q, u, p and the outputs are the segments' arguments (0 where the function has none); ``n``: its
+    length in lines."""
+    cut = T.lane_segments(-(-n // LANE_SEGMENT_LINES), "sg_vd", "SG_W", _LANE_ARRAYS)
     if cut is None:
         return None
     decl = re.compile(r"sg_vd (\w+)\[(\d+)\];(  /\* .* \*/)?$")

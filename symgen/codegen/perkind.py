@@ -130,13 +130,15 @@ def _rotation_taking(r, a):
     normal to r when a = -r)."""
     import numpy as np
 
+    from ..numeric import np_skew
+
     r, a = np.asarray(r, float), np.asarray(a, float)
     v, c = np.cross(r, a), float(r @ a)
     if c < -1.0 + 1e-12:
         n = np.cross(r, [1.0, 0.0, 0.0] if abs(r[0]) < 0.9 else [0.0, 1.0, 0.0])
         n /= np.linalg.norm(n)
         return 2.0 * np.outer(n, n) - np.eye(3)
-    vx = np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+    vx = np_skew(v)
     return np.eye(3) + vx + vx @ vx / (1.0 + c)
 
 

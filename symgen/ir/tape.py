@@ -530,10 +530,11 @@ class Tape:
         :meth:`lines`.  Raises :class:`LaneError` for a statement it cannot print per lane (a call of a lane
         value, the locals and routine calls of :meth:`local_arrays`, :meth:`invoke`, :meth:`invoke_if_nonzero`,
         :meth:`store_int`, another effect)."""
-        return [ln for _, lines in self._lane_statement_lines(vector, width, arrays, rows, scalars) for ln in lines]
+        return [ln for _, lines in self._lane_statement_lines(vector, width, arrays, rows, scalars)[0] for ln in lines]
 
-    def _lane_statement_lines(self, vector, width, arrays, rows, scalars) -> list:
-        """``(statement, its lane lines)`` for each statement :meth:`lane_lines` prints, in order."""
+    def _lane_statement_lines(self, vector, width, arrays, rows, scalars) -> tuple:
+        """``([(statement, its lane lines)], is_scalar)``: each statement :meth:`lane_lines` prints, in order, and
+        whether a value is a double (not a vector) there."""
         arrays, rows, scalars = arrays or {}, rows or {}, set(scalars)
         self.lines()                                      # names the live temporaries
         loop = f"for (l = 0; l < {width}; ++l)"
@@ -602,8 +603,7 @@ class Tape:
                                f"  /* {s[3]} */")
             else:
                 raise LaneError(f"statement {s!r} has no lane form")
-        self._lane_scalar = is_scalar
-        return res
+        return res, is_scalar
 
     def lane_segments(self, k: int, vector: str = "sg_vd", width: str = "SG_W", arrays: dict | None = None,
                       rows: dict | None = None, scalars=()) -> dict | None:
@@ -611,10 +611,10 @@ class Tape:
         ``scalar`` names the carried values that are doubles (the others are vectors)."""
         if k < 2:
             return None
-        stmts = self._lane_statement_lines(vector, width, arrays, rows, scalars)
+        stmts, is_scalar = self._lane_statement_lines(vector, width, arrays, rows, scalars)
         cut = self._cut(stmts, k)
         if cut is not None:
-            cut["scalar"] = {v.name for v in cut.pop("values") if self._lane_scalar(v)}
+            cut["scalar"] = {v.name for v in cut.pop("values") if is_scalar(v)}
         return cut
 
     # ---- the split form: scalar values once, lane values (a vector of directions) per block

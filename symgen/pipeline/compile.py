@@ -230,14 +230,9 @@ def _cached(name, label, lock_timeout, step, compile_into):
 
 #: optimization of the cffi wrapper (argument conversion glue; one-state calls take runtime/fastcall.c instead):
 #: -O0.  arm7's wrapper compiles in 0.53 s at -O0 against 0.94 s at -O1 (a core's time out of a cold build's
-#: 2-3 s), and a batched call through it costs the same, 0.6-0.8 us either way (measured interleaved, n = 1)
+#: 2-3 s; all_hinges', 1.4 MB of glue, 3.5 s against 8.4 s), and a batched call through it costs the same,
+#: 0.6-0.8 us either way (measured interleaved, n = 1)
 WRAPPER_FLAGS = ("-O0",)
-
-
-def wrapper_flags() -> tuple:
-    """The cffi wrapper's optimization: :data:`WRAPPER_FLAGS` (all_hinges' wrapper, 1.4 MB of glue, compiles in
-    3.5 s at -O0, 8.4 s at -O1)."""
-    return WRAPPER_FLAGS
 
 
 def _python_includes() -> list:
@@ -339,7 +334,7 @@ def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wra
 
     def compile_wrapper():
         obj = wrapper.with_suffix(".o")
-        run([*cc, *wrapper_flags(), "-fPIC", "-DNDEBUG", "-c", str(wrapper), "-o", str(obj), f"-I{src}",
+        run([*cc, *WRAPPER_FLAGS, "-fPIC", "-DNDEBUG", "-c", str(wrapper), "-o", str(obj), f"-I{src}",
              *_python_includes()], f"the cffi wrapper {wrapper.name}")
         return obj
 
