@@ -272,6 +272,27 @@ def test_per_kind_derivative_directions_on_lanes(per_kind):
             np.testing.assert_array_equal(out, outs[1], err_msg=f"{mb.name}: {w} directions at once, tangent={tangent}")
 
 
+def test_per_kind_derivative_batches_equal_one_state_calls(per_kind):
+    """A batch of the per-kind derivatives runs full blocks of the lane width through the lane form (FD's: FD
+    state by state, the ID derivatives' lanes at FD's Udot, then each state's LTL solve) and the rest one state
+    at a time; every state equals its one-state call (np.array_equal), 2 W + 3 states, with f_ext, along the
+    tangent and along Q itself."""
+    mb = per_kind
+    b = mb.derivative_binding()
+    w = getattr(b.lib, f"sg_{mb.name}_lane_width")()
+    n = 2 * w + 3
+    rng = np.random.default_rng(29)
+    Q, U, X = mb.sanitize(rng.uniform(-2, 2, (n, mb.nq))), rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nu))
+    F = rng.normal(size=(n, mb.nb, 6))
+    for kind in ("fd", "id"):
+        for tangent in (True, False):
+            batch = b.derivatives(kind, Q, U, X, F, mb.gravity, tangent=tangent)
+            for i in range(n):
+                one = b.derivatives(kind, Q[i], U[i], X[i], F[i], mb.gravity, tangent=tangent)
+                for k, (x, y) in enumerate(zip(batch, one)):
+                    assert np.array_equal(x[i], y), f"{mb.name} {kind} derivatives[{k}], state {i}, tangent={tangent}"
+
+
 # ---- one integration step ---------------------------------------------------------------------------------
 
 def _step(mb, q, u, T, dt, method):

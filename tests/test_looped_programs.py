@@ -4,8 +4,9 @@ compiled C's.
 
 The program is forward dynamics' derivatives from inverse dynamics' (``dUdot = -M^-1 dRNEA``): it calls the
 model's compiled ``forward_dynamics`` and ``id_derivatives`` (its Invoke records, run here through cffi), then
-factors M = L^T L with L of M's tree sparsity (Featherstone's LTL factorization: ancestor walks over ``lam``)
-and solves for the three blocks of the output, all of it interpreted here.  Oracles: the same module's
+its solve (a program of its own, interpreted here too), which factors M = L^T L with L of M's tree sparsity
+(Featherstone's LTL factorization: ancestor walks over ``lam``) and solves for the three blocks of the output
+over the places where the rows are not zero.  Oracles: the same module's
 ``fd_derivatives`` in C, which for these straight-line models is a different algorithm (forward-mode tangents
 of the traced ATBI, symgen.ir.dual), and numpy's inverse of the mass matrix for the M^-1 block.
 """
@@ -172,29 +173,32 @@ def _c_call(b, fn, sizes):
 def test_the_looped_fd_derivatives_program_interpreted_equals_the_c(path, floating):
     model = load_model(ROOT / "examples" / "models" / path, floating_base=floating)
     mb = symgen.build(ROOT / "examples" / "models" / path, floating_base=floating)
-    prog = model_programs(model)["looped"]["fd_derivatives"]
-    assert any(isinstance(s, P.Ancestors) for s in prog.walk()), "the factorization walks M's sparsity"
+    programs = model_programs(model)["looped"]
+    prog, solve = programs["fd_derivatives"], programs["fd_derivatives_solve"]
+    assert any(isinstance(s, P.Ancestors) for s in solve.walk()), "the factorization walks M's sparsity"
     b = mb.derivative_binding()
     nm, nu, nq = b.name, mb.nu, mb.nq
     rng = np.random.default_rng(11)
-    for trial in range(3):
+    for trial, tangent in ((0, 1), (1, 1), (2, 0)):   # the last along Q itself (nQ columns of dUdot/dQ)
         q = mb.sanitize(rng.uniform(-1.5, 1.5, nq))
         u, tau = rng.normal(size=nu), rng.normal(size=nu)
         p = np.zeros(b.layout.params.size)
         p[:3] = mb.gravity
         p[b.layout.params["tau"]:b.layout.params["tau"] + nu] = tau
-        size = nu * (nu + 2 * nu)              # tangent directions: dUdot/dQ (nU x nU), dUdot/dU, M^-1
+        size = nu * ((nu if tangent else nq) + 2 * nu)    # dUdot/dQ (nU x nU, or nU x nQ), dUdot/dU, M^-1
         out = [0.0] * size
         calls = {f"sg_{nm}_forward_dynamics": _c_call(b, f"sg_{nm}_forward_dynamics", None),
-                 f"sg_{nm}_id_derivatives": _c_call(b, f"sg_{nm}_id_derivatives", None)}
-        status = Interpreter({"q": q.tolist(), "u": u.tolist(), "p": p.tolist(), "out": out, "tangent": 1},
+                 f"sg_{nm}_id_derivatives": _c_call(b, f"sg_{nm}_id_derivatives", None),
+                 f"sg_{nm}_fd_derivatives_solve":           # interpreted too: the LTL factorization and the solves
+                 lambda tangent, out: Interpreter({"tangent": tangent, "out": out}, {}).run(solve)}
+        status = Interpreter({"q": q.tolist(), "u": u.tolist(), "p": p.tolist(), "out": out, "tangent": tangent},
                              calls).run(prog)
         assert status == 0
         c_out = np.empty(size)
-        assert getattr(b.lib, f"sg_{nm}_fd_derivatives")(b.buf(q), b.buf(u), b.buf(p), 1, b.buf(c_out)) == 0
+        assert getattr(b.lib, f"sg_{nm}_fd_derivatives")(b.buf(q), b.buf(u), b.buf(p), tangent, b.buf(c_out)) == 0
         got = np.array(out)
         rel = np.max(np.abs(got - c_out)) / max(1.0, np.max(np.abs(c_out)))
         assert rel <= 1e-10, f"interpreted LTL path and the C's FD derivatives differ by {rel:.1e}"
-        Minv = got[2 * nu * nu:].reshape(nu, nu)
+        Minv = got[-nu * nu:].reshape(nu, nu)
         M = mb.mass_matrix(q)
         assert np.max(np.abs(Minv - np.linalg.inv(M))) <= 1e-10 * max(1.0, np.max(np.abs(np.linalg.inv(M))))

@@ -860,7 +860,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             if f["lanes"]:                                  # its lane-batch form too, compiled beside it
                 # (the looped analytic recursions' lanes in the function's part: they call the step functions there)
                 f["lanes"]["part"] = f["part"] if f["lanes"].get("with_function") else DERIVATIVE_LANE_PARTS[k]
-                part_lines[f["lanes"]["part"]] = len(f["lanes"]["lines"])
+                part_lines[f["lanes"]["part"]] = part_lines.get(f["lanes"]["part"], 0) * bool(
+                    f["lanes"].get("with_function")) + len(f["lanes"]["lines"])
                 lanes["sincos"] = lanes["sincos"] or f["lanes"]["sincos"]
             lanes[f"{k}_derivatives"] = f["lanes"]
     # a long straight-line FD or ID: printed as segments (segmented_function), in the same part
@@ -940,7 +941,8 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
                f"static int sg_{name}_id_derivatives_1(const double *q, const double *u, const double *p, int tangent, "
                "double *out)", "{", *("    " + x for x in drivers["id"]), "}"]
         tangent = [f"if (tangent) return sg_{name}_id_derivatives_tangent(q, u, p, out);"] if tangent_lines else []
-        return {"fd": {"lines": drivers["fd"], "lanes": None, "per_kind": True, "before": pk.fd_copies},
+        fd_lanes = pk.fd_derivative_lanes(nq) if tangent_lanes else None   # the ID lanes at FD's Udot
+        return {"fd": {"lines": drivers["fd"], "lanes": fd_lanes, "per_kind": True, "before": pk.fd_copies},
                 "id": {"lines": tangent + dispatch, "lanes": tangent_lanes or None, "per_kind": True,
                        "tangent_lines": tangent_lines},
                 "per_kind": pk.functions + pk.seed_functions + pk.tables + one + lanes}
@@ -1151,7 +1153,8 @@ def traced_programs(model, layout: dict, slugs: dict, name: str | None = None) -
         from .perkind import PerKindDerivatives
 
         pk = PerKindDerivatives(bodies, L, name, layout)
-        looped["fd_derivatives"] = pk.fd_derivatives_program(sum(layout[b.name]["nq"] for b in model.bodies))
+        nq = sum(layout[b.name]["nq"] for b in model.bodies)
+        looped["fd_derivatives"], looped["fd_derivatives_solve"] = pk.fd_derivatives_program(nq), pk.fd_solve_program(nq)
     return {"bodies": bodies, "layout": L, "programs": {k: T for k, T in tapes.items() if T is not None},
             "looped": looped}
 
