@@ -46,6 +46,9 @@ LOOPED_LANES_PART = 14
 DERIVATIVE_GLUE_PART = 15
 #: the translation unit of the frame poses' lane form, when it is long (compiled beside part 0 instead of in it)
 FRAME_LANES_PART = 16
+#: the translation unit of one step's derivatives (sg_<m>_step_derivatives and its helpers: 14 kB of code at -O3,
+#: a third of arm7's part 0 compile), compiled beside part 0
+STEP_PART = 17
 
 
 class Record:

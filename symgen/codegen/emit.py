@@ -28,7 +28,7 @@ from sympy.printing.c import C99CodePrinter
 from ..hinges.derive import NEEDS_U, NEEDS_U_DQ, Hinge
 from ..symbolic.spatial import stumpff
 from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_GLUE_PART, DERIVATIVE_LANE_PARTS,
-                          DERIVATIVE_PARTS, FRAME_LANES_PART, LOOPED_LANES_PART, MATS_PART)
+                          DERIVATIVE_PARTS, FRAME_LANES_PART, LOOPED_LANES_PART, MATS_PART, STEP_PART)
 from .plan import model_batches
 from .lanes import lane_width
 
@@ -818,7 +818,9 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     # compiles beside its one-state twin instead of after it
     # part_lines: the lines of the long functions in each part, by which the build
     # orders the parts, longest first (part 0, the rest of the file, is weighed by render)
-    part_lines = {}
+    # one step's derivatives (templates/helpers/step_derivatives.c): their own part, weighed as the 600 lines of
+    # straight-line code they take as long to compile as
+    part_lines = {STEP_PART: 600}
     for k, lines in (("fd", fd), ("id", id_), ("mm", mm)):
         if parts[k]:
             part_lines[parts[k]] = len(lines)
@@ -894,6 +896,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "upsilon_lines": drivers["upsilon"],
             "per_kind_entries": ", ".join([k for k, v in forms.items() if v == "per_kind"] + ["atbi_matrices", "upsilon"]),
             "p_size": L.params.size, "mats_size": L.mats.size * L.nb, "mats_block": L.mats.size, "mats_part": mats_part,
+            "step_part": STEP_PART,
             "derivative_parts": sorted(ALL_DERIVATIVE_PARTS), "glue_part": DERIVATIVE_GLUE_PART,
             "derivative_per_kind": derivative_per_kind, "derivative_per_kind_part": DERIVATIVE_PARTS["id"],
             # the derivatives take the per-kind form (declared alike in the module without them: one header)
