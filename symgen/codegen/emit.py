@@ -535,6 +535,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
                              "/* the parameters' values in the model file */"] if theta0 else []),
             "theta_init": ([f"for (i = 0; i < {len(theta0)}; ++i) p[{ML.params['theta']} + i] = sg_{name}_theta0[i];"]
                            if theta0 else []),
+            # the rollout in the part of the FD lane form its blocks call (a static function of part 0 when short)
+            "rollout_part": (dyn["lanes"]["fd"] or {}).get("part", 0),
             "rollout": {**_rollout_spec(ML, bool(loops), nq, nu, dyn["lanes"]["fd"]),
                         "qdot_lanes": _qdot_lanes(model, layout, hinges, nq, nu)},
             "kinematics_lines": cast(kinematics_lines),
