@@ -818,11 +818,10 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     parts = {"fd": 1 if long_(fd) else 0, "id": 2 if long_(id_) else 0, "mm": 3 if long_(mm) else 0}
     # a lane function from soa.LANE_SPLIT_MIN_LINES is a translation unit of its own too (4, 5, 6), so that it
     # compiles beside its one-state twin instead of after it
-    # part_lines: the lines of the long functions in each part, by which the build
-    # orders the parts, longest first (part 0, the rest of the file, is weighed by render)
-    # one step's derivatives (templates/helpers/step_derivatives.c): their own part, weighed as the 600 lines of
-    # straight-line code they take as long to compile as
-    part_lines = {STEP_PART: 600}
+    # part_lines: the parts (their keys) with the lines of their long functions (the build orders the parts by
+    # their lines in the rendered file, symgen.codegen.render.part_sizes); one step's derivatives
+    # (templates/helpers/step_derivatives.c) are a part of their own
+    part_lines = {STEP_PART: 0}
     for k, lines in (("fd", fd), ("id", id_), ("mm", mm)):
         if parts[k]:
             part_lines[parts[k]] = len(lines)

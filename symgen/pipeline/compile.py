@@ -343,10 +343,10 @@ def _compile_objects(src: Path, c_files: list, label: str, flags, cc, parts, wra
 
     with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as ex, \
             progress.bar("compile", len(jobs) + (0 if checked else len(c_files)) + 1, "compiling") as bar:
-        # the longest first: the parts (FD, ID, M), the rest of the model, the wrapper, the strict checks (at -O0 in
-        # the objects' own compiler runs)
-        objects = [ex.submit(compile_one, j) for j in jobs] + [ex.submit(compile_wrapper)]
+        # the strict checks first (a big model's takes as long as a part: last, it would run alone; at -O0 they are
+        # the objects' own compiler runs), then the parts longest first, the wrapper
         checks = [] if checked else [ex.submit(strict, f) for f in c_files]
+        objects = [ex.submit(compile_one, j) for j in jobs] + [ex.submit(compile_wrapper)]
         for fut in as_completed(checks + objects):
             bar.update(1)
     for fut in checks + objects:     # the first error in that order: the strict check's, a source's, the wrapper's
