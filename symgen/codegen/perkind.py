@@ -1077,9 +1077,10 @@ class PerKindDerivatives(PerKindForm):
         pos, lo, hi = self.u_preorder()
         S = -(-(2 * nu + nq) // 8) * 8                      # W's row: [U block | M^-1 block | Q block | padding]
         d, i, j, c, ndq, tg = (P.Var(v) for v in ("d", "i", "j", "c", "ndq", "tangent"))
-        Lf = lambda r, col: P.Elem("Lf", P.add(P.mul(r, nu), col))  # noqa: E731
+        minv = P.add(P.mul(ndq, nu), nu * nu)              # where M, then M^-1, the third block, starts in out
+        # L in place of M in out's third block (M^-1 replaces it once the solves are done)
+        Lf = lambda r, col: P.Elem("out", P.add(minv, P.mul(r, nu), col))  # noqa: E731
         Wr = lambda r, col: P.Elem("W", P.add(P.mul(r, S), col))  # noqa: E731
-        minv = P.add(P.mul(ndq, nu), nu * nu)              # where M^-1, the third block, starts in out
         q_place = lambda col: P.Select(P.Cmp(tg, "!=", 0), P.add(2 * nu, P.Lookup("pos", col)), P.add(2 * nu, col))  # noqa: E731
         spans = [(P.Lookup("lo", i), P.Lookup("hi", i)),                                     # dRNEA/dU's rows
                  (P.add(nu, P.Lookup("pos", i)), P.add(nu, P.Lookup("hi", i))),               # M^-1's identity
@@ -1087,12 +1088,12 @@ class PerKindDerivatives(PerKindForm):
 
         def over_spans(body):
             return [P.Loop("c", a, b_, body) for a, b_ in spans]
-        arrays = (("Lf", nu * nu), ("W", nu * S))
+        arrays = (("W", nu * S),)
         tables = (("lam", tuple(lam)), ("pos", tuple(pos)), ("lo", tuple(lo)), ("hi", tuple(hi)))
         return arrays, tables, [
             P.Let("ndq", P.Select(P.Cmp(tg, "!=", 0), nu, nq)),
-            P.Comment("M = L^T L, L lower triangular with M's sparsity (Featherstone's LTL factorization: no fill-in)"),
-            P.Copy("Lf", 0, "out", minv, nu * nu),
+            P.Comment("M = L^T L, L lower triangular with M's sparsity (Featherstone's LTL factorization: no fill-in), "
+                      "in place"),
             P.Loop("d", 0, nu, down=True, body=[
                 P.Check(Lf(d, d), -3, "M is not positive definite"),
                 P.Set(Lf(d, d), P.Fn("sqrt", Lf(d, d))),
