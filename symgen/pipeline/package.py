@@ -14,7 +14,6 @@ import os
 import shutil
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..abi.layout import ALL_DERIVATIVE_PARTS
@@ -113,11 +112,7 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
     t = time.perf_counter()
     compiles = stats["compiles"]
     label = f"model {model.name} ({model.source})"
-    # the runtime's one-state extension compiles beside the model (a cold cache's first build: 0.4 s off arm7's)
-    with ThreadPoolExecutor(max_workers=1) as side:
-        fast_future = side.submit(fastcall_module, say)
-        mod, manifest, so = module_of_sources(files, manifest, label, derivatives)
-        fast = fast_future.result()
+    mod, manifest, so = module_of_sources(files, manifest, label, derivatives)
     hit, seconds = stats["compiles"] == compiles, time.perf_counter() - t
     done("compile", f"compile   {manifest['module']} in {seconds:.2f} s" + (" (cache hit)" if hit else ""),
          module=manifest["module"], seconds=seconds, hit=hit)
@@ -134,6 +129,7 @@ def build_model(model, out=None, progress=None, form: str = "auto", stages=None,
     manifest["warnings"] = manifest["warnings"] + found
     for category, text in grouped(found):
         done("warning", f"warning   {text}", text=text, category=category)
+    fast = fastcall_module(say)
     path = so
     if out is not None:
         t = time.perf_counter()
