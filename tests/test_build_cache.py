@@ -322,3 +322,21 @@ def test_the_parts_compile_longest_first_by_their_lines(tmp_path):
     for i, a in enumerate(big):
         for b in big[i + 1:]:
             assert own[a] - head >= 0.9 * (own[b] - head), (manifest["parts"], own)
+
+
+def test_a_warm_build_imports_neither_sympy_nor_jinja2(tmp_path):
+    """A warm build (the model's sources and module cached) does no symbolic or template work, so it imports
+    neither sympy nor jinja2 (0.45 s of imports): the source cache's key reads only light modules (the size
+    limits live in symgen.algorithms.soa).  A cold build first, then a second process builds the same model."""
+    env = dict(os.environ, SYMGEN_CACHE_DIR=str(tmp_path / "cache"))
+    script = textwrap.dedent(f"""
+        import sys
+        import symgen
+        symgen.build({str(ROOT / "examples" / "models" / "double_pendulum.yaml")!r})
+        print("sympy" in sys.modules, "jinja2" in sys.modules)
+    """)
+    runs = [subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
+            for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+    assert runs[0].stdout.split() == ["True", "True"]          # the cold build derives and renders
+    assert runs[1].stdout.split() == ["False", "False"], runs[1].stdout

@@ -227,12 +227,12 @@ def test_a_segmented_one_state_function_equals_the_whole(monkeypatch):
     array (symgen.codegen.emit.segmented_function, and _lane_segments for the lane functions): arm7 built with
     segments of 250 and 300 lines (its FD is about 1,070) has them, and its one-state FD, ID and their batches equal
     the unsegmented build's bit for bit (the same operations in the same order)."""
-    from symgen.codegen import emit
+    from symgen.algorithms import soa
 
     path = ROOT / "examples" / "models" / "arm7.urdf"
     whole = symgen.build(path)
-    monkeypatch.setattr(emit, "SEGMENT_LINES", 250)
-    monkeypatch.setattr(emit, "LANE_SEGMENT_LINES", 300)
+    monkeypatch.setattr(soa, "SEGMENT_LINES", 250)
+    monkeypatch.setattr(soa, "LANE_SEGMENT_LINES", 300)
     seg = symgen.build(path)
     assert seg.manifest["module"] != whole.manifest["module"]
     from symgen.model import load_model

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
+from ..algorithms import soa
 from ..hinges.derive import NEEDS_U, NEEDS_U_DQ, Hinge
 from ..symbolic.spatial import stumpff
 from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_GLUE_PART, DERIVATIVE_LANE_PARTS,
@@ -389,7 +390,6 @@ def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loo
     from functools import partial
 
     from ..algorithms import loops as lp
-    from ..algorithms import soa
 
     if not loops:
         return {"loops": []}
@@ -635,7 +635,6 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=
       (6 x nU).  ``sg_<name>_frame_pose`` and
       ``sg_<name>_frame_jacobian`` walk them from the frame's body to the root: only the frame's ancestors.
       [] above soa.JAC_STEPS_LIMIT lines (the all-body poses and ``body_jacobian`` then)."""
-    from ..algorithms import soa
 
     bodies = body_infos(model, layout, slugs, index)
 
@@ -714,7 +713,6 @@ def body_infos(model, layout, slugs, index) -> list:
     structure of its hinge kernels."""
     import numpy as np
 
-    from ..algorithms import soa
     from ..numeric import np_skew
 
     bodies = []
@@ -738,7 +736,6 @@ def body_infos(model, layout, slugs, index) -> list:
 
 def _flex_info(b, L):
     """A flexible body's modes for the tracer (:class:`symgen.algorithms.soa.FlexInfo`), None for a rigid one."""
-    from ..algorithms import soa
 
     if not b.n_modes:
         return None
@@ -761,7 +758,6 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     (introspection: the factorization's matrices at every body) always takes the per-kind form, which compiles
     in a fraction of the straight-line form's time (FD's tip-to-base steps, FD's own when FD takes that form
     too).  ``forms`` says which entry point took which, ``form_reasons`` why."""
-    from ..algorithms import soa
     from .perkind import PerKindForm
 
     if form not in soa.FORMS:
@@ -1070,7 +1066,6 @@ def parametric_bodies(T, bodies, L) -> list:
     origin), a hinge's armature."""
     import dataclasses
 
-    from ..algorithms import soa
 
     out = list(bodies)
     for blk in L.theta_blocks:
@@ -1091,7 +1086,6 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True, centroidal
     reason for each entry point's form."""
     from functools import partial
 
-    from ..algorithms import soa
     from . import schedule
 
     pinned = bool(L.theta_blocks) or any(b.flex for b in bodies)
@@ -1176,25 +1170,16 @@ def kernel_arrays(T, bodies) -> list:
                                       (f"Hd{b.tag}", "coord_map_dot", 6 * b.nu)) if arr in read]
 
 
-#: a straight-line one-state FD or ID longer than this many lines is printed as segments of about this length,
-#: functions called one after the other that pass the values crossing between them through an array
-#: (:meth:`symgen.ir.tape.Tape.segments`): gcc's register allocation grows faster than the function, so the segments
-#: compile in less time than the whole (Talos's FD, 7,140 lines in 4 segments: see the CHANGELOG)
-SEGMENT_LINES = 2000
-#: the same for a lane function, whose carried values are vectors of SG_W doubles: its segments are longer, so that
-#: what they pass on stays in the L1 cache (Talos's lane FD in 4 segments carried 768 vectors, 49 kB, and ran 10%
-#: slower; in 2, 428)
-LANE_SEGMENT_LINES = 4000
 
 
 def segmented_function(T, n: int, bodies, nu, layout, slugs, fn: str, returns: bool) -> tuple | None:
     """The straight-line function of tape ``T`` (what :func:`_trace_function` prints) as segments of about
-    :data:`SEGMENT_LINES` lines: ``(wrapper lines, segment functions' lines)``, the wrapper computing the hinge
+    :data:`symgen.algorithms.soa.SEGMENT_LINES` lines: ``(wrapper lines, segment functions' lines)``, the wrapper computing the hinge
     kernels into one array ``sg_w`` that every segment reads, then calling ``<fn>_seg<j>(q, u, p, out, sg_w, sg_c)``
     in order (``returns``: the function returns a status, which a segment's pivot check gives and the wrapper
     passes on); ``n``: its length in lines.  None when the function is short or its tape cannot be cut
     (``Tape.segments``)."""
-    cut = T.segments(-(-n // SEGMENT_LINES)) if n > SEGMENT_LINES else None
+    cut = T.segments(-(-n // soa.SEGMENT_LINES)) if n > soa.SEGMENT_LINES else None
     if cut is None:
         return None
     calls, w, ptrs = _HingeCalls(layout, slugs), 0, {}
@@ -1352,7 +1337,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     also comes as ``..._lanes_pl``, which takes p already in lanes (``p_l``; the rollout keeps it so from step
     to step); then ``p`` is left out of the inputs and its (count, row stride) is the result's ``p_lanes``.
     ``fn``: the function's name, for its segments (:func:`_lane_segments`) where it is longer than
-    :data:`LANE_SEGMENT_LINES` (``before``: their functions, printed before it); None: never segmented."""
+    :data:`symgen.algorithms.soa.LANE_SEGMENT_LINES` (``before``: their functions, printed before it); None: never segmented."""
     from ..ir.tape import LaneError
 
     if T is None:
@@ -1378,7 +1363,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     ins = [x for x in ins if not (p_in and x[0] == "p")]
     have = {a for a, _, _ in ins} | ({"p"} if p_in else set())
     before = []
-    if fn and len(body) > LANE_SEGMENT_LINES:
+    if fn and len(body) > soa.LANE_SEGMENT_LINES:
         seg = _lane_segments(T, len(body), head, fn, have, used["out"])
         if seg is not None:
             head, body, before = seg
@@ -1393,7 +1378,7 @@ def _lane_segments(T, n: int, head: list, fn: str, have: set, out_l: bool) -> tu
     segment reads; the vectors (``sg_cl``) and doubles (``sg_cs``) a segment passes on to a later one, the lane
     arrays of q, u, p and the outputs are the segments' arguments (0 where the function has none); ``n``: its
     length in lines."""
-    cut = T.lane_segments(-(-n // LANE_SEGMENT_LINES), "sg_vd", "SG_W", _LANE_ARRAYS)
+    cut = T.lane_segments(-(-n // soa.LANE_SEGMENT_LINES), "sg_vd", "SG_W", _LANE_ARRAYS)
     if cut is None:
         return None
     decl = re.compile(r"sg_vd (\w+)\[(\d+)\];(  /\* .* \*/)?$")
