@@ -14,8 +14,11 @@ the rounds' µs per call (per state for batches).  Rows:
 
 Columns: ``py1`` one symgen call from Python per state (new output arrays, as users call it), ``C batch`` the
 generated ``sg_<m>_<fd|id>_derivatives_batch`` for ``--n`` states in one call (per state; preallocated output),
+``C in cache`` the same batch on one block of the lane width at a time into one reused output (as Pinocchio's
+C++ computes into one Data: without the outputs' trip to memory, 275 kB a state on tiago_dual),
 ``pin py`` Pinocchio's call from Python, and with ``--pin-cpp`` Pinocchio's C++ (``benchmarks/pin_cpp``, its own
-random states; median over ``--copies`` fresh copies of the binary).  Ratios: C batch / pin C++, py1 / pin py.
+random states; median over ``--copies`` fresh copies of the binary).  Ratios: C batch / pin C++, C in cache /
+pin C++, py1 / pin py.
 
 Then ``step``: ``mb.step_derivatives(q, u, T, dt, method="euler")`` against ``mujoco.mjd_transitionFD`` (centered,
 eps 1e-6) on the robots MuJoCo loads from the same URDF (fixed bases), at MuJoCo's default semi-implicit Euler.
@@ -93,13 +96,33 @@ def bench_robot(spec: str, n: int, rounds: int) -> dict:
             return (time.perf_counter() - t) / n * 1e6
         return run
 
+    w = max(1, getattr(b.lib, f"sg_{mb.name}_lane_width")())
+    blk = np.empty((w, mb.nu * (mb.nq + 2 * mb.nu)))
+
+    def c_cached(kind, P):
+        """The batch on one block of the lane width at a time, each into the same output (which stays in the
+        cache, as Pinocchio's C++ computes into one Data): what the states cost without the output's trip to
+        memory (tiago_dual's 275 kB a state)."""
+        f = getattr(b.lib, f"sg_{mb.name}_{kind}_derivatives_batch")
+        blocks = [(b.buf(Q[i:i + w]), b.buf(U[i:i + w]), b.buf(np.ascontiguousarray(P[i:i + w])))
+                  for i in range(0, n - w + 1, w)]
+
+        def run():
+            t = time.perf_counter()
+            for q, u, p in blocks:
+                f(w, q, u, p, 1, b.buf(blk))
+            return (time.perf_counter() - t) / (w * len(blocks)) * 1e6
+        return run
+
     P_fd, P_id = (np.ascontiguousarray(b.p(n, X, None, None)) for X in (T, T))
     res = _median_rounds({
         "fd_d py1": per_call(lambda i: mb.forward_dynamics_derivatives(Q[i], U[i], T[i]), reps),
         "fd_d C batch": c_batch("fd", P_fd),
+        "fd_d C in cache": c_cached("fd", P_fd),
         "fd_d pin py": per_call(lambda i: pin.computeABADerivatives(pm, pd, QP[i], V[i], TAU[i]), reps),
         "id_d py1": per_call(lambda i: mb.inverse_dynamics_derivatives(Q[i], U[i], T[i]), reps),
         "id_d C batch": c_batch("id", P_id),
+        "id_d C in cache": c_cached("id", P_id),
         "id_d pin py": per_call(lambda i: pin.computeRNEADerivatives(pm, pd, QP[i], V[i], TAU[i]), reps),
     }, rounds)
     return {"robot": path.stem, "floating": floating, "nq": mb.nq, "nu": mb.nu, **res}
@@ -146,17 +169,18 @@ def bench_step(spec: str, rounds: int, dt: float = 1e-3) -> dict | None:
 
 
 def table(results: dict) -> str:
-    rows = ["| robot | nU | row | symgen py1 | symgen C batch | pin py | pin C++ | C batch / pin C++ | py1 / pin py |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| robot | nU | row | symgen py1 | symgen C batch | C in cache | pin py | pin C++ | C batch / pin C++ | "
+            "in cache / pin C++ | py1 / pin py |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for spec, r in results["robots"].items():
         cpp = (results.get("pin_cpp") or {}).get(resolve(spec)) or {}
         for row, pk in (("fd_d", "aba_derivatives"), ("id_d", "rnea_derivatives")):
             c = cpp.get(pk)
+            cached = r.get(f"{row} C in cache", float("nan"))
+            ratios = f"{c:.2f} | {r[f'{row} C batch'] / c:.2f} | {cached / c:.2f}" if c else "- | - | -"
             rows.append(f"| {spec} | {r['nu']} | {row} | {r[f'{row} py1']:.2f} | {r[f'{row} C batch']:.2f} | "
-                        f"{r[f'{row} pin py']:.2f} | {c:.2f} | {r[f'{row} C batch'] / c:.2f} | "
-                        f"{r[f'{row} py1'] / r[f'{row} pin py']:.2f} |" if c else
-                        f"| {spec} | {r['nu']} | {row} | {r[f'{row} py1']:.2f} | {r[f'{row} C batch']:.2f} | "
-                        f"{r[f'{row} pin py']:.2f} | - | - | {r[f'{row} py1'] / r[f'{row} pin py']:.2f} |")
+                        f"{cached:.2f} | {r[f'{row} pin py']:.2f} | {ratios} | "
+                        f"{r[f'{row} py1'] / r[f'{row} pin py']:.2f} |")
     if results.get("step"):
         rows += ["", "| robot | nv | symgen step_derivatives (µs) | mjd_transitionFD centered (µs) | speed-up |",
                  "|---|---|---|---|---|"]
