@@ -1116,12 +1116,20 @@ class PerKindDerivatives(PerKindForm):
                 P.Ancestors("j", i, "lam", [P.Block([
                     P.Bind("rj", "W", P.mul(j, S)), P.Def("lij", Lf(i, j)),
                     *over_spans([P.Set(P.Elem("rj", c), P.Bin("*", P.Scalar("lij"), P.Elem("r", c)), "-=")])])])])]),
-            P.Comment("L X = Y, whole rows"),
+            P.Comment("L X = Y, whole rows; two ancestors' rows a pass over row i (held in h until its pair comes), "
+                      "in the order of one at a time: the same bits, row i read and written half as often"),
             P.Loop("i", 0, nu, [P.Block([
-                P.Bind("r", "W", P.mul(i, S)), P.Def("lii", Lf(i, i)),
-                P.Ancestors("j", i, "lam", [P.Block([
-                    P.Bind("rj", "W", P.mul(j, S)), P.Def("lij", Lf(i, j)),
-                    P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin("*", P.Scalar("lij"), P.Elem("rj", c)), "-=")])])]),
+                P.Bind("r", "W", P.mul(i, S)), P.Def("lii", Lf(i, i)), P.Let("h", -1),
+                P.Ancestors("j", i, "lam", [P.If(P.Cmp(P.Var("h"), "<", 0), [P.Let("h", j)], [P.Block([
+                    P.Bind("rh", "W", P.mul(P.Var("h"), S)), P.Bind("rj", "W", P.mul(j, S)),
+                    P.Def("lih", Lf(i, P.Var("h"))), P.Def("lij", Lf(i, j)),
+                    P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin(
+                        "-", P.Bin("-", P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c))),
+                        P.Bin("*", P.Scalar("lij"), P.Elem("rj", c))))]),
+                    P.Let("h", -1)])])]),
+                P.If(P.Cmp(P.Var("h"), ">=", 0), [P.Block([
+                    P.Bind("rh", "W", P.mul(P.Var("h"), S)), P.Def("lih", Lf(i, P.Var("h"))),
+                    P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c)), "-=")])])]),
                 P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Scalar("lii"), "/=")])])]),
             P.Comment("out's blocks (row-major nU x m: dUdot/dQ, dUdot/dU, M^-1) from W's rows"),
             P.Loop("i", 0, nu, [
