@@ -51,8 +51,9 @@ JAC_STEPS_LIMIT = 6000
 
 #: a straight-line one-state FD or ID longer than this many lines is printed as segments of about this length,
 #: functions called one after the other that pass the values crossing between them through an array
-#: (:meth:`symgen.ir.tape.Tape.segments`, symgen.codegen.emit.segmented_function): gcc's register allocation grows faster than the function, so the segments
-#: compile in less time than the whole (Talos's FD, 7,140 lines in 4 segments: see the CHANGELOG)
+#: (:meth:`symgen.ir.tape.Tape.segments`, symgen.codegen.emit.segmented_function): gcc's register allocation
+#: grows faster than the function, so the segments compile in less time than the whole (Talos's FD, 7,140 lines
+#: in 4 segments: see the CHANGELOG)
 SEGMENT_LINES = 2000
 #: the same for a lane function, whose carried values are vectors of SG_W doubles: its segments are longer, so that
 #: what they pass on stays in the L1 cache (Talos's lane FD in 4 segments carried 768 vectors, 49 kB, and ran 10%

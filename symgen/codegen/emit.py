@@ -500,7 +500,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size, hinges)
     dyn["lanes"]["fp"] = fk["frame_poses_lanes"]
     if fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["part"]:
-        dyn["part_lines"][FRAME_LANES_PART] = len(fk["frame_poses_lanes"]["lines"])
+        dyn["made_parts"].add(FRAME_LANES_PART)
     dyn["lanes"]["sincos"] = dyn["lanes"]["sincos"] or bool(fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["sincos"])
     if fk["frame_poses"] is not None:
         poses, pose_calls = [], None                # poses_from_frames (templates/model.c.jinja)
@@ -635,7 +635,6 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=
       (6 x nU).  ``sg_<name>_frame_pose`` and
       ``sg_<name>_frame_jacobian`` walk them from the frame's body to the root: only the frame's ancestors.
       [] above soa.JAC_STEPS_LIMIT lines (the all-body poses and ``body_jacobian`` then)."""
-
     bodies = body_infos(model, layout, slugs, index)
 
     def compose(T, R, l, x):
@@ -736,7 +735,6 @@ def body_infos(model, layout, slugs, index) -> list:
 
 def _flex_info(b, L):
     """A flexible body's modes for the tracer (:class:`symgen.algorithms.soa.FlexInfo`), None for a rigid one."""
-
     if not b.n_modes:
         return None
     import numpy as np
@@ -814,28 +812,23 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     parts = {"fd": 1 if long_(fd) else 0, "id": 2 if long_(id_) else 0, "mm": 3 if long_(mm) else 0}
     # a lane function from soa.LANE_SPLIT_MIN_LINES is a translation unit of its own too (4, 5, 6), so that it
     # compiles beside its one-state twin instead of after it
-    # part_lines: the parts (their keys) with the lines of their long functions (the build orders the parts by
-    # their lines in the rendered file, symgen.codegen.render.part_sizes); one step's derivatives
-    # (templates/helpers/step_derivatives.c) are a part of their own
-    part_lines = {STEP_PART: 0}
-    for k, lines in (("fd", fd), ("id", id_), ("mm", mm)):
-        if parts[k]:
-            part_lines[parts[k]] = len(lines)
+    # made_parts: the parts besides 0 (the build orders them by their lines in the rendered file,
+    # symgen.codegen.render.part_sizes); one step's derivatives (templates/helpers/step_derivatives.c) are one
+    made_parts = {STEP_PART, DERIVATIVE_GLUE_PART} | {parts[k] for k in ("fd", "id", "mm") if parts[k]}
     for i, k in enumerate(("fd", "id", "mm")):
         if lanes[k] and not lanes[k].get("looped"):
             size = lanes[k].get("size", len(lanes[k]["lines"]))           # its segments' lines included
             lanes[k]["part"] = 4 + i if size >= soa.LANE_SPLIT_MIN_LINES else parts[k]
             if lanes[k]["part"]:
-                part_lines[lanes[k]["part"]] = part_lines.get(lanes[k]["part"], 0) + size
+                made_parts.add(lanes[k]["part"])
     if looped:
-        part_lines[LOOPED_LANES_PART] = len(per_kind.lane_functions) + sum(len(x) for x in looped.values())
-    part_lines[DERIVATIVE_GLUE_PART] = 1          # small: the derivatives' stubs and the batches that call them
+        made_parts.add(LOOPED_LANES_PART)
     # the centroidal momentum matrix (with its lane form) and the momentum's rate: translation units of their own,
     # compiled on first use with the derivatives (abi.layout.ALL_DERIVATIVE_PARTS): with them in every module the
     # suite's models took a quarter more compile time, Talos's cold build 30 -> 40 s
     for k in ("cm", "cd"):
         parts[k] = CENTROIDAL_PARTS[k]
-        part_lines[parts[k]] = len(traced[k] or ()) + (len(lanes[k]["lines"]) if lanes[k] else 0)
+        made_parts.add(parts[k])
         if lanes[k]:
             lanes[k].update(part=parts[k], guard="!defined(SG_NO_DERIVATIVES)")
     # the per-kind form (its steps, atbi_matrices, upsilon, and the entry points that take it) is a translation
@@ -846,8 +839,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
         for k in ("fd", "id", "mm"):
             if not traced[k]:
                 parts[k] = MATS_PART
-        part_lines[mats_part] = len(per_kind.functions) + sum(len(x) for k, x in (("fd", fd), ("id", id_), ("mm", mm))
-                                                              if not traced[k])
+        made_parts.add(mats_part)
     derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None, hinges=hinges,
                                name=name, kernels=lane_kernels) if derivatives and not flexible else {"fd": None, "id": None}
     derivative_per_kind = derivs.pop("per_kind", None)
@@ -855,12 +847,11 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     for k, f in derivs.items():
         if f:
             f["part"] = DERIVATIVE_PARTS[k]                 # each a translation unit of its own
-            part_lines[f["part"]] = len(f["lines"])
+            made_parts.add(f["part"])
             if f["lanes"]:                                  # its lane-batch form too, compiled beside it
                 # (the looped analytic recursions' lanes in the function's part: they call the step functions there)
                 f["lanes"]["part"] = f["part"] if f["lanes"].get("with_function") else DERIVATIVE_LANE_PARTS[k]
-                part_lines[f["lanes"]["part"]] = part_lines.get(f["lanes"]["part"], 0) * bool(
-                    f["lanes"].get("with_function")) + len(f["lanes"]["lines"])
+                made_parts.add(f["lanes"]["part"])
                 lanes["sincos"] = lanes["sincos"] or f["lanes"]["sincos"]
             lanes[f"{k}_derivatives"] = f["lanes"]
     # a long straight-line FD or ID: printed as segments (segmented_function), in the same part
@@ -883,7 +874,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
              "inverse_dynamics": "straight" if traced["id"] else "per_kind",
              "mass_matrix": "straight" if traced["mm"] else "per_kind"}
     form_reasons = dict(zip(forms, (traced["why"][k] for k in ("fd", "id", "mm"))))
-    return {"parts": parts, "part_lines": part_lines, "part_opt": part_opt, "forms": forms,
+    return {"parts": parts, "made_parts": made_parts, "part_opt": part_opt, "forms": forms,
             "form_reasons": form_reasons, "lanes": lanes, "derivs": derivs,
             "derivs_asked": bool(derivatives), "per_kind_functions": per_kind.functions + per_kind.tables,
             "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
@@ -1066,7 +1057,6 @@ def parametric_bodies(T, bodies, L) -> list:
     origin), a hinge's armature."""
     import dataclasses
 
-
     out = list(bodies)
     for blk in L.theta_blocks:
         b, p = out[blk["body"]], [T.input(f"p[{blk['offset'] + i}]") for i in range(blk["size"])]
@@ -1168,8 +1158,6 @@ def kernel_arrays(T, bodies) -> list:
     return [(b, arr, kernel, size, sorted(read[arr])) for b in bodies
             for arr, kernel, size in ((f"X{b.tag}", "transform", 16), (f"H{b.tag}", "coord_map", 6 * b.nu),
                                       (f"Hd{b.tag}", "coord_map_dot", 6 * b.nu)) if arr in read]
-
-
 
 
 def segmented_function(T, n: int, bodies, nu, layout, slugs, fn: str, returns: bool) -> tuple | None:

@@ -962,11 +962,11 @@ class PerKindDerivatives(PerKindForm):
                 last[b.k] = prev
         return lam
 
-    def u_preorder(self) -> tuple:
-        """``(pos, lo, hi)``: the U in depth-first preorder of their tree (``lam``): U c's place ``pos[c]``, so that
-        the U whose path passes U i (its subtree, i included) are the places ``pos[i] <= . < hi[i]`` and those on
-        either side of it (the U it shares a path with) lie in ``lo[i] <= . < hi[i]``."""
-        lam = self.u_path()
+    def u_preorder(self, lam: list) -> tuple:
+        """``(pos, lo, hi)`` for the U tree ``lam`` (:meth:`u_path`): U c's place ``pos[c]`` in depth-first preorder,
+        so that the U whose path passes U i (its subtree, i included) are the places ``pos[i] <= . < hi[i]`` and
+        those it shares a path with lie in ``lo[i] <= . < hi[i]`` (``lo[i]``: the place of its tree's root, the
+        first of its ancestors' places)."""
         n = len(lam)
         children = [[] for _ in range(n)]
         for c, a in enumerate(lam):
@@ -984,12 +984,10 @@ class PerKindDerivatives(PerKindForm):
         for c in reversed(order):                      # a subtree's places end where its last U's do
             if lam[c] >= 0:
                 hi[lam[c]] = max(hi[lam[c]], hi[c])
-        lo = [pos[c] for c in range(n)]
-        for c in range(n):
-            a = lam[c]
-            while a >= 0:
-                lo[c] = min(lo[c], pos[a])
-                a = lam[a]
+        lo = list(pos)
+        for c in range(n):                             # lam[c] < c: the root's place comes down the path
+            if lam[c] >= 0:
+                lo[c] = lo[lam[c]]
         return pos, lo, hi
 
     def fd_derivatives_program(self, nq: int) -> P.Program:
@@ -1043,18 +1041,17 @@ class PerKindDerivatives(PerKindForm):
 
     def fd_derivative_lanes(self, nq: int) -> dict:
         """The pieces of ``sg_<m>_fd_derivatives_lanes`` (helpers/lanes.c.jinja) for a model whose ID derivatives
-        have a lane form: FD state by state, ``sg_<m>_id_derivatives_lanes`` for the SG_W states at FD's Udot,
+        have a lane form: FD's batch (its lane form) for the SG_W states, ``sg_<m>_id_derivatives_lanes`` at FD's Udot,
         then :meth:`fd_solve_program`'s solve state by state (tiago_dual: the ID derivatives, 50 µs a state alone,
         cost 20 on lanes).  Returns as the one-state function would for each state, lane l's status l (nb + 1) + s."""
         nm, L, nu, nb = self.name, self.L, self.L.nu, len(self.bodies)
         ps, tau, size = L.params.size, L.params["tau"], nu * (nq + 2 * nu)
-        lines = [f"double pu[SG_W * {ps}];  /* each state's p with T replaced by FD's Udot */",
-                 "(void)i; (void)ndq; (void)sg_vd_zero;",
+        lines = [f"double pu[SG_W * {ps}], udot[SG_W * {nu}];  /* each state's p with T replaced by FD's Udot */",
+                 "(void)ndq; (void)sg_vd_zero;",
+                 f"if ((s = sg_{nm}_forward_dynamics_batch(SG_W, q, u, p, udot)) != 0) return s;  /* its lanes */",
                  "for (l = 0; l < SG_W; ++l) {",
                  f"    for (i = 0; i < {ps}; ++i) pu[l * {ps} + i] = p[(long)l * {ps} + i];",
-                 f"    s = sg_{nm}_forward_dynamics(q + (long)l * {nq}, u + (long)l * {nu}, p + (long)l * {ps}, "
-                 f"pu + l * {ps} + {tau});",
-                 f"    if (s) return l * {nb + 1} + s;",
+                 f"    for (i = 0; i < {nu}; ++i) pu[l * {ps} + {tau} + i] = udot[l * {nu} + i];",
                  "}",
                  f"if ((s = sg_{nm}_id_derivatives_lanes(q, u, pu, tangent, out)) != 0) return s;",
                  "for (l = 0; l < SG_W; ++l)",
@@ -1074,7 +1071,7 @@ class PerKindDerivatives(PerKindForm):
         M^-1's block, i's subtree (L^-T's sparsity), and runs over those places only (tiago_dual: 27 % fewer
         operations; the same bits: what it skips subtracts zeros).  ``nq``: the model's Q count."""
         L, nu, lam = self.L, self.L.nu, self.u_path()
-        pos, lo, hi = self.u_preorder()
+        pos, lo, hi = self.u_preorder(lam)
         S = -(-(2 * nu + nq) // 8) * 8                      # W's row: [U block | M^-1 block | Q block | padding]
         d, i, j, c, ndq, tg = (P.Var(v) for v in ("d", "i", "j", "c", "ndq", "tangent"))
         minv = P.add(P.mul(ndq, nu), nu * nu)              # where M, then M^-1, the third block, starts in out

@@ -4,9 +4,8 @@ Templates are thin: they loop over a spec object built here and print what :mod:
 """
 from __future__ import annotations
 
-import re
-
 import math
+import re
 from pathlib import Path
 
 import jinja2
@@ -127,9 +126,9 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
     env = environment(template_path)
     with progress.step("render", f"{name}.c"):
         header, source = env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec)
-    # the parts symgen.codegen.emit made (part 0: the rest of the file), longest first by their lines in the file
+    # the parts symgen.codegen.emit made and part 0 (the rest of the file), longest first by their lines in the file
     lines = part_sizes(source)
-    size = {k: lines.get(k, 0) for k in {0, *pieces["part_lines"]}}
+    size = {k: lines.get(k, 0) for k in {0, *pieces["made_parts"]}}
     return (header, source, sorted(size, key=lambda k: (-size[k], k)), pieces["forms"], pieces.get("part_opt", {}),
             pieces["form_reasons"])
 
