@@ -64,3 +64,20 @@ def test_a_bad_level_is_refused_with_its_name():
         opt_flags()
     with _opt("2"):
         assert opt_flags()[0] == "-O2"
+
+
+def test_a_parametric_build_in_parts_agrees_with_the_suites():
+    """A parametric build compiled in parts (any level above -O0; -O1 here, the quickest): every part that assembles
+    p from the model file's parameter values has its own copy of them (one step's derivatives are a part of their
+    own), and the numbers equal the suite's -O0 build bit for bit: FD, the one-state step derivatives, a rollout."""
+    path, params = MODELS / "arm7.urdf", ["link3.mass", "gravity"]
+    with _opt("1"):
+        parts = symgen.build(path, parameters=params)
+    suite = symgen.build(path, parameters=params)
+    assert len(parts.manifest["parts"]) > 1
+    rng = np.random.default_rng(19)
+    q, u, T = rng.uniform(-1, 1, parts.nq), rng.normal(size=parts.nu), rng.normal(size=parts.nu)
+    for what, f in [("FD", lambda m: m.forward_dynamics(q, u, T)),
+                    ("step derivatives", lambda m: np.concatenate([x.ravel() for x in m.step_derivatives(q, u, T, 1e-3)])),
+                    ("rollout", lambda m: m.rollout(q, u, T=T, dt=1e-3, n_steps=3)["q"])]:
+        np.testing.assert_array_equal(f(parts), f(suite), err_msg=f"parametric arm7: {what}, -O1 in parts against -O0")
