@@ -81,3 +81,42 @@ def test_a_parametric_build_in_parts_agrees_with_the_suites():
                     ("step derivatives", lambda m: np.concatenate([x.ravel() for x in m.step_derivatives(q, u, T, 1e-3)])),
                     ("rollout", lambda m: m.rollout(q, u, T=T, dt=1e-3, n_steps=3)["q"])]:
         np.testing.assert_array_equal(f(parts), f(suite), err_msg=f"parametric arm7: {what}, -O1 in parts against -O0")
+
+
+def test_the_frame_kinematics_and_the_hinge_api_compile_in_parts_of_their_own():
+    """A model with many hinge specs (all_hinges: 20) compiled in parts (-O1 here): its one-state frame kinematics are
+    a part of their own (abi.layout.KINEMATICS_PART, at the module's level) and the hinge kernels' exported copies
+    another (HINGE_API_PART, capped at -O1: the per-hinge API called from Python); every other part keeps static
+    copies.  The frame kinematics equal the suite's -O0 build bit for bit (one state and batches), and each hinge's
+    exported transform and coord map equal its derivation evaluated by numpy (sympy.lambdify: Hinge.numeric) to 1e-12."""
+    from symgen.abi.layout import HINGE_API_PART, KINEMATICS_PART
+    from symgen.hinges.derive import hinge
+    from symgen.model import load_model
+
+    path = MODELS / "all_hinges.yaml"
+    with _opt("1"):
+        parts = symgen.build(path)
+    suite = symgen.build(path)
+    assert {KINEMATICS_PART, HINGE_API_PART} <= set(parts.manifest["parts"])
+    assert parts.manifest["part_opt"] == {str(HINGE_API_PART): 1}
+    rng = np.random.default_rng(23)
+    Q = parts.sanitize(rng.uniform(-1, 1, (5, parts.nq)))
+    U = rng.normal(size=(5, parts.nu))
+    frame = parts.frame_names[-1]
+    for what, f in [("frame_pose", lambda m: m.frame_pose(Q, frame)), ("frame_pose one state", lambda m: m.frame_pose(Q[0], frame)),
+                    ("frame_poses", lambda m: m.frame_poses(Q)), ("jacobian", lambda m: m.jacobian(Q, frame)),
+                    ("frame_velocity", lambda m: m.frame_velocity(Q, U, frame)), ("every body's kinematics", lambda m: m.binding.bodies(Q, U)), ("poses", lambda m: m.binding.poses(Q))]:
+        got, want = f(parts), f(suite)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_array_equal(g, w, err_msg=f"all_hinges: {what}, in parts at -O1 against -O0")
+    checked = 0
+    for b in load_model(path).bodies:
+        h = hinge(b.hinge_type, **b.hinge_kwargs())
+        if not h.nq:
+            continue
+        k, q = parts.hinge_kernels(b.hinge_name), rng.uniform(-0.8, 0.8, h.nq)
+        for kernel in ("transform", "coord_map"):
+            np.testing.assert_allclose(getattr(k, kernel)(q), h.numeric(kernel)(q), rtol=0, atol=1e-12,
+                                       err_msg=f"all_hinges: hinge {b.hinge_name!r} {kernel}, from the hinge API part")
+        checked += 1
+    assert checked >= 8, checked

@@ -49,6 +49,15 @@ FRAME_LANES_PART = 16
 #: the translation unit of one step's derivatives (sg_<m>_step_derivatives and its helpers: 14 kB of code at -O3,
 #: a third of arm7's part 0 compile), compiled beside part 0
 STEP_PART = 17
+#: the translation unit of the one-state frame kinematics (kinematics, poses, body_jacobian, the frame walk steps,
+#: frame_pose, frame_poses, frame_jacobian, frame_velocity), when they are long, compiled beside part 0 (with the
+#: hinge kernels' exported copies but where HINGE_API_PART holds them): dog.xml's part 0 took 8.3 s of -O3, 3.6 s of
+#: it the frame kinematics and 2.6 s the 31 hinge specs' exports
+KINEMATICS_PART = 18
+#: the translation unit of the hinge kernels' exported copies (the per-hinge API, symgen.runtime.HingeKernels, called
+#: from Python one spec at a time) when the model has many hinge specs, compiled at -O1 beside the rest (every
+#: other part keeps static copies of the kernels it calls, inlined at its own level): dog.xml's 31 specs
+HINGE_API_PART = 19
 
 
 class Record:

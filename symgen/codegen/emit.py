@@ -29,7 +29,8 @@ from ..algorithms import soa
 from ..hinges.derive import NEEDS_U, NEEDS_U_DQ, Hinge
 from ..symbolic.spatial import stumpff
 from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_GLUE_PART, DERIVATIVE_LANE_PARTS,
-                          DERIVATIVE_PARTS, FRAME_LANES_PART, LOOPED_LANES_PART, MATS_PART, STEP_PART)
+                          DERIVATIVE_PARTS, FRAME_LANES_PART, HINGE_API_PART, KINEMATICS_PART, LOOPED_LANES_PART, MATS_PART,
+                          STEP_PART)
 from .plan import model_batches
 from .lanes import lane_width
 
@@ -528,7 +529,20 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
         casts = void_unused(("q", "u", "p", "out"), lines)
         return ([casts] if casts else []) + lines
     frames = _frame_tables(model, index)
-    return {"nb": nb, "nq": nq, "nu": nu, "block": B, "pose_size": ML.poses.size, "pinv_offset": ML.body_const["pinv"], **dyn,
+    # the one-state frame kinematics: a part of their own when long, compiled beside part 0 (at the module's level:
+    # at -O2 Talos's frame Jacobian took 22 % longer), else part 0's; the hinge kernels' exports (the per-hinge API,
+    # called from Python) in a part of their own at -O1 when the model has many hinge specs, else in the kinematics'
+    kin_lines = (len(poses_lines) + len(kinematics_lines) + len(fk["frame_poses"] or [])
+                 + sum(len(st["jlines"]) for st in fk["steps"]))
+    kinematics_part = KINEMATICS_PART if kin_lines >= soa.LANE_SPLIT_MIN_LINES else 0
+    hinge_api_part = HINGE_API_PART if len(specs) >= HINGE_API_SPECS else kinematics_part
+    dyn["made_parts"] |= {p for p in (kinematics_part, hinge_api_part) if p}
+    if hinge_api_part == HINGE_API_PART:
+        dyn["part_opt"][HINGE_API_PART] = 1
+    # the hinge API part's lines are in the hinge sources, which render does not count: about 500 a spec
+    part_lines = {HINGE_API_PART: HINGE_SOURCE_LINES * len(specs)} if hinge_api_part == HINGE_API_PART else {}
+    return {"kinematics_part": kinematics_part, "hinge_api_part": hinge_api_part, "part_lines": part_lines,
+            "nb": nb, "nq": nq, "nu": nu, "block": B, "pose_size": ML.poses.size, "pinv_offset": ML.body_const["pinv"], **dyn,
             "size_defines": ML.c_defines(f"sg_{name}"),
             "batches": model_batches(ML, nq, nu, nb, nb * B, frames["n_frames"], dyn["lanes"], bool(loops)),
             "theta_table": ([f"static const double sg_{name}_theta0[{len(theta0)}] = {_c_array(theta0)};  "
@@ -551,6 +565,13 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
             "frame_poses_lines": fk["frame_poses"], "poses_from_frames": fk["frame_poses"] is not None, **frames, **_node_cases(model, index, layout),
             **emit_loops(model, layout, slugs, index, name, ML, list(loops))}
+
+
+#: from this many hinge specs the hinge kernels' exports compile as a part of their own (abi.layout.HINGE_API_PART;
+#: dog.xml's 31 specs: 2.6 s of part 0's -O3)
+HINGE_API_SPECS = 8
+#: about the lines of one hinge spec's C file (488-1,729 in dog.xml's), to weigh the hinge API part
+HINGE_SOURCE_LINES = 500
 
 
 def _rollout_spec(ML, loops: bool, nq: int, nu: int, fd_lanes) -> dict:

@@ -128,7 +128,7 @@ def render_model(model, layout: dict, slugs: dict, name: str, template_path: Pat
         header, source = env.get_template("model.h.jinja").render(**spec), env.get_template("model.c.jinja").render(**spec)
     # the parts symgen.codegen.emit made and part 0 (the rest of the file), longest first by their lines in the file
     lines = part_sizes(source)
-    size = {k: lines.get(k, 0) for k in {0, *pieces["made_parts"]}}
+    size = {k: lines.get(k, 0) + pieces["part_lines"].get(k, 0) for k in {0, *pieces["made_parts"]}}
     return (header, source, sorted(size, key=lambda k: (-size[k], k)), pieces["forms"], pieces.get("part_opt", {}),
             pieces["form_reasons"])
 
