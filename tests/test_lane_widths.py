@@ -79,7 +79,10 @@ def test_batches_equal_one_state_calls_and_the_host_width(pair, n):
             ("FD", lambda m: m.forward_dynamics(Q, U, T), lambda m, i: m.forward_dynamics(Q[i], U[i], T[i])),
             ("ID", lambda m: m.inverse_dynamics(Q, U, T), lambda m, i: m.inverse_dynamics(Q[i], U[i], T[i])),
             ("M", lambda m: m.mass_matrix(Q), lambda m, i: m.mass_matrix(Q[i])),
-            ("frame poses", lambda m: m.frame_poses(Q), lambda m, i: m.frame_poses(Q[i]))):
+            ("frame poses", lambda m: m.frame_poses(Q), lambda m, i: m.frame_poses(Q[i])),
+            ("Jacobian", lambda m: m.jacobian(Q, m.frame_names[-1]), lambda m, i: m.jacobian(Q[i], m.frame_names[-1])),
+            ("frame velocity", lambda m: m.frame_velocity(Q, U, m.frame_names[-1]),
+             lambda m, i: m.frame_velocity(Q[i], U[i], m.frame_names[-1]))):
         got = batch(mb)
         _same(got, np.array([one(mb, i) for i in range(n)]), f"{mb.name} W{w} {what} batch vs one state, N = {n}")
         _same(got, batch(host), f"{mb.name} {what}: W{w} batch vs W{HOST} batch, N = {n}")

@@ -60,6 +60,11 @@ def test_batches_equal_one_state_calls(model, n):
     _same(model.mass_matrix(Q), np.array([model.mass_matrix(Q[i]) for i in range(n)]), f"{model.name} M, N = {n}")
     _same(model.frame_poses(Q), np.array([model.frame_poses(Q[i]) for i in range(n)]),
           f"{model.name} frame poses, N = {n}")
+    for f in {model.frame_names[-1], model.frame_names[len(model.frame_names) // 2]}:   # the walk's lane form
+        _same(model.jacobian(Q, f), np.array([model.jacobian(Q[i], f) for i in range(n)]),
+              f"{model.name} Jacobian of {f!r}, N = {n}")
+        _same(model.frame_velocity(Q, U, f), np.array([model.frame_velocity(Q[i], U[i], f) for i in range(n)]),
+              f"{model.name} velocity of {f!r}, N = {n}")
 
 
 def test_batches_sharing_p_equal_batches_with_a_p_per_state(model):
@@ -97,7 +102,7 @@ def test_lane_functions_are_there():
     from symgen.pipeline.sources import cached_model_sources
 
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "arm7.urdf"))
-    for kind in ("fd", "id", "mm", "fp"):       # fp: the frame poses
+    for kind in ("fd", "id", "mm", "fp", "fj", "fv"):   # the frame poses, the frame Jacobian and velocity
         assert f"sg_arm7_{kind}_lanes(" in files["arm7.c"]
     assert "sg_arm7_rollout_block(" in files["arm7.c"]   # rollout blocks run the lane form of FD
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "quadruped.urdf", floating_base=True))

@@ -79,6 +79,33 @@ def test_jacobians_match_pinocchio(pair):
         assert last in mb.frame_names
 
 
+def test_batched_jacobians_and_velocities_match_pinocchio(pair):
+    """The batches of the frame Jacobian and velocity (their full blocks of the lane width in the walk's lane
+    form, the rest one state at a time: 2 W + 3 states) against Pinocchio's LOCAL getFrameJacobian and
+    getFrameVelocity, state by state, every link."""
+    mb, pm, floating = pair
+    pd = pm.createData()
+    rng = np.random.default_rng(5)
+    n = 2 * mb.lane_width + 3
+    Q = np.array([_random_q(mb, rng) for _ in range(n)])
+    V = rng.normal(size=(n, pm.nv))
+    Ts = [u_map(mb, pm, q, floating) for q in Q]
+    U = np.array([T @ v for T, v in zip(Ts, V)])
+    links = [f.name for f in pm.frames if f.type == pin.FrameType.BODY]
+    got = {name: (mb.jacobian(Q, name), mb.frame_velocity(Q, U, name)) for name in links}
+    for i in range(n):
+        qp = to_pin_q(mb, pm, Q[i])
+        pin.forwardKinematics(pm, pd, qp, V[i])
+        pin.updateFramePlacements(pm, pd)
+        pin.computeJointJacobians(pm, pd, qp)
+        for name in links:
+            fid = pm.getFrameId(name, pin.FrameType.BODY)
+            Jp = pin.getFrameJacobian(pm, pd, fid, pin.LOCAL)
+            assert_close(got[name][0][i] @ Ts[i], np.vstack([Jp[3:], Jp[:3]]), 1e-10, f"J {name}, state {i}")
+            Vp = pin.getFrameVelocity(pm, pd, fid, pin.LOCAL).vector
+            assert_close(got[name][1][i], np.r_[Vp[3:], Vp[:3]], 1e-10, f"V {name}, state {i}")
+
+
 def test_velocities_and_classical_accelerations_match_pinocchio(pair):
     """frame_velocity and frame_acceleration (classical) against pin.getFrameVelocity /
     getFrameClassicalAcceleration in the LOCAL frame."""

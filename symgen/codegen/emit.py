@@ -500,6 +500,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form, derivatives and not loops, hinges)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size, hinges)
     dyn["lanes"]["fp"] = fk["frame_poses_lanes"]
+    dyn["lanes"]["fj"] = dyn["lanes"]["fv"] = fk["jacobian_lanes"]    # the frame Jacobian's and velocity's
     if fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["part"]:
         dyn["made_parts"].add(FRAME_LANES_PART)
     dyn["lanes"]["sincos"] = dyn["lanes"]["sincos"] or bool(fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["sincos"])
@@ -715,6 +716,28 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=
             jl.insert(0, "(void)out;")
         total += len(jl)
         steps.append({"k": b.k, "name": b.name, "jlines": jl})
+    # the same steps for SG_W states (the frame_jacobian batch's full blocks): y and the columns always
+    # written, on lane vectors, the hinge kernels printed on them or called per lane; None where a step has no
+    # lane form, and for a model with flexible bodies (a node's own columns)
+    lane_steps = [] if not any(b.flex for b in bodies) else None
+    lane_kernels = {}
+    for b in bodies:
+        if lane_steps is None:
+            break
+
+        def jstep_lanes(T, bodies, nu, b=b):
+            x = [T.input(f"p[{i}]") for i in range(12)]
+            R, l, H, _ = soa.joint(T, b)
+            for i, v in enumerate(compose(T, R, l, x)):
+                T.store(f"y[{i}]", v)
+            for c, col in enumerate(H or []):
+                for i, v in enumerate(soa.phiT(T, x[:9], x[9:], col)):
+                    T.store(f"out[{i * nu + b.u0 + c}]", v)
+        tl = []
+        trace(jstep_lanes, tl)
+        lane = _lane_function(tl[0], bodies, nu, layout, slugs, 0, 6 * nu, hinges=hinges, kernels=lane_kernels)
+        lane_steps = None if lane is None else lane_steps + [{"k": b.k, "name": b.name, "head": lane["head"],
+                                                              "lines": lane["lines"]}]
     # the all-frame poses are the body poses and each extra frame's product: traced once, and the body poses
     # (poses) read from them, not traced a second time (arm7: 238 lines)
     fp_tape = []
@@ -724,8 +747,10 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=
         fp_tape[0], bodies, nu, layout, slugs, 0, 16 * len(_frame_rows(model, index)), hinges=hinges)
     if fp_lanes is not None:     # a long one compiles beside part 0 (tiago_dual's: 1,500 lines)
         fp_lanes["part"] = FRAME_LANES_PART if len(fp_lanes["lines"]) >= soa.LANE_SPLIT_MIN_LINES else 0
+    walk = total <= soa.JAC_STEPS_LIMIT
     return {"poses": None if frames_traced is not None else short(trace(poses)), "frame_poses": frames_traced,
-            "frame_poses_lanes": fp_lanes, "steps": steps if total <= soa.JAC_STEPS_LIMIT else []}
+            "frame_poses_lanes": fp_lanes, "steps": steps if walk else [],
+            "jacobian_lanes": {"steps": lane_steps} if walk and lane_steps else None}
 
 
 def body_infos(model, layout, slugs, index) -> list:
