@@ -80,6 +80,7 @@ def test_batches_equal_one_state_calls_and_the_host_width(pair, n):
             ("ID", lambda m: m.inverse_dynamics(Q, U, T), lambda m, i: m.inverse_dynamics(Q[i], U[i], T[i])),
             ("M", lambda m: m.mass_matrix(Q), lambda m, i: m.mass_matrix(Q[i])),
             ("frame poses", lambda m: m.frame_poses(Q), lambda m, i: m.frame_poses(Q[i])),
+            ("frame pose", lambda m: m.frame_pose(Q, m.frame_names[-1]), lambda m, i: m.frame_pose(Q[i], m.frame_names[-1])),
             ("Jacobian", lambda m: m.jacobian(Q, m.frame_names[-1]), lambda m, i: m.jacobian(Q[i], m.frame_names[-1])),
             ("frame velocity", lambda m: m.frame_velocity(Q, U, m.frame_names[-1]),
              lambda m, i: m.frame_velocity(Q[i], U[i], m.frame_names[-1]))):

@@ -61,6 +61,8 @@ def test_batches_equal_one_state_calls(model, n):
     _same(model.frame_poses(Q), np.array([model.frame_poses(Q[i]) for i in range(n)]),
           f"{model.name} frame poses, N = {n}")
     for f in {model.frame_names[-1], model.frame_names[len(model.frame_names) // 2]}:   # the walk's lane form
+        _same(model.frame_pose(Q, f), np.array([model.frame_pose(Q[i], f) for i in range(n)]),
+              f"{model.name} pose of {f!r}, N = {n}")
         _same(model.jacobian(Q, f), np.array([model.jacobian(Q[i], f) for i in range(n)]),
               f"{model.name} Jacobian of {f!r}, N = {n}")
         _same(model.frame_velocity(Q, U, f), np.array([model.frame_velocity(Q[i], U[i], f) for i in range(n)]),
@@ -102,7 +104,7 @@ def test_lane_functions_are_there():
     from symgen.pipeline.sources import cached_model_sources
 
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "arm7.urdf"))
-    for kind in ("fd", "id", "mm", "fp", "fj", "fv"):   # the frame poses, the frame Jacobian and velocity
+    for kind in ("fd", "id", "mm", "fp", "fpose", "fj", "fv"):   # the frame poses, one frame's pose, Jacobian, velocity
         assert f"sg_arm7_{kind}_lanes(" in files["arm7.c"]
     assert "sg_arm7_rollout_block(" in files["arm7.c"]   # rollout blocks run the lane form of FD
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "quadruped.urdf", floating_base=True))

@@ -79,9 +79,9 @@ def test_jacobians_match_pinocchio(pair):
         assert last in mb.frame_names
 
 
-def test_batched_jacobians_and_velocities_match_pinocchio(pair):
-    """The batches of the frame Jacobian and velocity (their full blocks of the lane width in the walk's lane
-    form, the rest one state at a time: 2 W + 3 states) against Pinocchio's LOCAL getFrameJacobian and
+def test_batched_poses_jacobians_and_velocities_match_pinocchio(pair):
+    """The batches of the frame pose, Jacobian and velocity (their full blocks of the lane width in the walk's lane
+    form, the rest one state at a time: 2 W + 3 states) against Pinocchio's oMf, LOCAL getFrameJacobian and
     getFrameVelocity, state by state, every link."""
     mb, pm, floating = pair
     pd = pm.createData()
@@ -92,7 +92,7 @@ def test_batched_jacobians_and_velocities_match_pinocchio(pair):
     Ts = [u_map(mb, pm, q, floating) for q in Q]
     U = np.array([T @ v for T, v in zip(Ts, V)])
     links = [f.name for f in pm.frames if f.type == pin.FrameType.BODY]
-    got = {name: (mb.jacobian(Q, name), mb.frame_velocity(Q, U, name)) for name in links}
+    got = {name: (mb.jacobian(Q, name), mb.frame_velocity(Q, U, name), mb.frame_pose(Q, name)) for name in links}
     for i in range(n):
         qp = to_pin_q(mb, pm, Q[i])
         pin.forwardKinematics(pm, pd, qp, V[i])
@@ -104,6 +104,7 @@ def test_batched_jacobians_and_velocities_match_pinocchio(pair):
             assert_close(got[name][0][i] @ Ts[i], np.vstack([Jp[3:], Jp[:3]]), 1e-10, f"J {name}, state {i}")
             Vp = pin.getFrameVelocity(pm, pd, fid, pin.LOCAL).vector
             assert_close(got[name][1][i], np.r_[Vp[3:], Vp[:3]], 1e-10, f"V {name}, state {i}")
+            assert_close(got[name][2][i], pd.oMf[fid].homogeneous, 1e-10, f"pose {name}, state {i}")
 
 
 def test_velocities_and_classical_accelerations_match_pinocchio(pair):

@@ -500,7 +500,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     dyn = _emit_model_dynamics(model, layout, slugs, index, name, ML, form, derivatives and not loops, hinges)
     fk = _traced_frame_kinematics(model, layout, slugs, index, nu, ML.poses.size, hinges)
     dyn["lanes"]["fp"] = fk["frame_poses_lanes"]
-    dyn["lanes"]["fj"] = dyn["lanes"]["fv"] = fk["jacobian_lanes"]    # the frame Jacobian's and velocity's
+    # the frame walk's lane form: the frame pose's, Jacobian's and velocity's batches
+    dyn["lanes"]["fj"] = dyn["lanes"]["fv"] = dyn["lanes"]["fpose"] = fk["jacobian_lanes"]
     if fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["part"]:
         dyn["made_parts"].add(FRAME_LANES_PART)
     dyn["lanes"]["sincos"] = dyn["lanes"]["sincos"] or bool(fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["sincos"])
@@ -705,39 +706,32 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=
             for i, v in enumerate(compose(T, R, l, x)):
                 T.store(f"y[{i}]", v)
             if H:      # last: the values it defines are read in its block only
-                T.effect(("if (out) {  /* the Jacobian's columns (frame_jacobian; frame_pose passes none) */",))
+                T.begin_if_array("out", "the Jacobian's columns (frame_jacobian; frame_pose passes none)")
                 for c, col in enumerate(H):
                     for i, v in enumerate(soa.phiT(T, x[:9], x[9:], col)):
-                        T.store(f"    out[{i * nu + b.u0 + c}]", v)
-                T.effect(("}",))
+                        T.store(f"out[{i * nu + b.u0 + c}]", v)
+                T.end_if()
 
-        jl = trace(jstep)
+        tl = []
+        jl = trace(jstep, tl)
         if not any(ln.startswith("if (out)") for ln in jl):      # a LOCKED hinge: no columns
             jl.insert(0, "(void)out;")
         total += len(jl)
-        steps.append({"k": b.k, "name": b.name, "jlines": jl})
-    # the same steps for SG_W states (the frame_jacobian batch's full blocks): y and the columns always
-    # written, on lane vectors, the hinge kernels printed on them or called per lane; None where a step has no
-    # lane form, and for a model with flexible bodies (a node's own columns)
+        steps.append({"k": b.k, "name": b.name, "jlines": jl, "tape": tl[0]})
+    # the same steps for SG_W states (the frame_pose, frame_jacobian and frame_velocity batches' full blocks), on
+    # lane vectors, the hinge kernels printed on them or called per lane; None where a step has no lane form, and
+    # for a model with flexible bodies (a node's own place and columns)
     lane_steps = [] if not any(b.flex for b in bodies) else None
     lane_kernels = {}
-    for b in bodies:
+    for st in steps:
         if lane_steps is None:
             break
-
-        def jstep_lanes(T, bodies, nu, b=b):
-            x = [T.input(f"p[{i}]") for i in range(12)]
-            R, l, H, _ = soa.joint(T, b)
-            for i, v in enumerate(compose(T, R, l, x)):
-                T.store(f"y[{i}]", v)
-            for c, col in enumerate(H or []):
-                for i, v in enumerate(soa.phiT(T, x[:9], x[9:], col)):
-                    T.store(f"out[{i * nu + b.u0 + c}]", v)
-        tl = []
-        trace(jstep_lanes, tl)
-        lane = _lane_function(tl[0], bodies, nu, layout, slugs, 0, 6 * nu, hinges=hinges, kernels=lane_kernels)
-        lane_steps = None if lane is None else lane_steps + [{"k": b.k, "name": b.name, "head": lane["head"],
-                                                              "lines": lane["lines"]}]
+        lane = _lane_function(st.pop("tape"), bodies, nu, layout, slugs, 0, 6 * nu, hinges=hinges,
+                              kernels=lane_kernels)
+        lane_steps = None if lane is None else lane_steps + [{"k": st["k"], "name": st["name"],
+                                                              "head": lane["head"], "lines": lane["lines"]}]
+    for st in steps:
+        st.pop("tape", None)
     # the all-frame poses are the body poses and each extra frame's product: traced once, and the body poses
     # (poses) read from them, not traced a second time (arm7: 238 lines)
     fp_tape = []

@@ -127,7 +127,8 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
         CBatch("body_jacobian", (q, u0, p0, out(6 * nu))),
         CBatch("frame_poses", (q, out(16 * n_frames)), 0,
                CLanes("fp", "0", 16 * n_frames, u_arg="0") if lanes.get("fp") else None),
-        CBatch("frame_pose", (q, frame, out(16))),
+        CBatch("frame_pose", (q, frame, out(16)), 0,      # a frame the one-state call does not walk: one at a time
+               CLanes("fpose", "0", 16, "int s = ", "if (s) break;", ", f", u_arg="0") if lanes.get("fj") else None),
         CBatch("frame_jacobian", (q, frame, out(6 * nu)), 0,
                CLanes("fj", "0", 6 * nu, extra=", f", u_arg="0") if lanes.get("fj") else None),
         CBatch("frame_velocity", (q, u, frame, out(6)), 0,

@@ -311,6 +311,16 @@ class Tape:
         """The function's result (0: success)."""
         self._stmts.append(("return", value))
 
+    def begin_if_array(self, array: str, why: str | None = None) -> None:
+        """The statements up to :meth:`end_if` run only where ``array`` is not a null pointer (an optional output:
+        the frame walk step's Jacobian columns, which frame_pose does not ask for); the values first defined
+        there are read there only."""
+        self._stmts.append(("if_array", _identifier(array), why))
+
+    def end_if(self) -> None:
+        """The end of :meth:`begin_if_array`'s block."""
+        self._stmts.append(("end_if",))
+
     def effect(self, parts: tuple) -> None:
         """A statement written in C by a code-generation caller, kept in program order; Vals in ``parts`` are
         printed by name."""
@@ -394,13 +404,20 @@ class Tape:
             why = f"  /* {s[3]} */" if s[3] is not None else ""
             return f"{{ int {i}; for ({i} = 0; {i} < {s[2]}; ++{i}) {s[1]}[{i}] = 0.0; }}{why}"
 
-        res = []
+        res, depth = [], 0
         for s in self._printed():
-            out = []
+            out = _Indented("    " * depth)
             res.append((s, out))
             kind = s[0]
             if kind == "comment":
                 out.append(f"/* {s[1]} */")
+            elif kind == "if_array":
+                out.append(f"if ({s[1]}) {{" + (f"  /* {s[2]} */" if s[2] else ""))
+                depth += 1
+            elif kind == "end_if":
+                depth -= 1
+                out.prefix = "    " * depth
+                out.append("}")
             elif kind == "def":
                 out.append(f"const double {s[1].name} = {c_expr(s[1].op, name)};")
             elif kind == "store":
@@ -562,13 +579,20 @@ class Tape:
             """A scalar (a double or a float) as what lane l of a target takes."""
             return ref(x) if isinstance(x, Val) else _const(x)
 
-        res = []
+        res, depth = [], 0
         for s in self._printed():
-            out = []
+            out = _Indented("    " * depth)
             res.append((s, out))
             kind = s[0]
             if kind == "comment":
                 out.append(f"/* {s[1]} */")
+            elif kind == "if_array":
+                out.append(f"if ({arrays.get(s[1], s[1])}) {{" + (f"  /* {s[2]} */" if s[2] else ""))
+                depth += 1
+            elif kind == "end_if":
+                depth -= 1
+                out.prefix = "    " * depth
+                out.append("}")
             elif kind == "def":
                 if is_scalar(s[1]):
                     out.append(f"const double {s[1].name} = {c_expr(s[1].op, ref)};")
@@ -711,6 +735,17 @@ class Tape:
         """The C text of the inputs the live code reads (``X3[5]``, ``u[2]``), in the order they were made."""
         self._mark_live()
         return [name for name, v in self._inputs.items() if v.live]
+
+
+class _Indented(list):
+    """A statement's printed lines, each with the indentation of the block (:meth:`Tape.begin_if_array`) it is in."""
+
+    def __init__(self, prefix: str = ""):
+        super().__init__()
+        self.prefix = prefix
+
+    def append(self, line: str) -> None:
+        super().append(self.prefix + line)
 
 
 def _renamed_entry(text: str, arrays: dict) -> str | None:
