@@ -36,6 +36,25 @@ def test_one_state_printing():
     ]
 
 
+def test_an_optional_output_block_prints_once_per_form():
+    """Tape.begin_if_array / end_if: the statements between run only where the array is not null, the values first
+    defined there are defined inside the block (indented), one state and on lanes (the array renamed as the lane
+    form renames it); the numbers are the frame walk's, checked against Pinocchio (test_model_pinocchio)."""
+    T = Tape()
+    x = T.input("p[0]")
+    T.store("y[0]", x * 2.0)
+    T.begin_if_array("out", "the columns")
+    T.store("out[1]", x * 3.0)
+    T.end_if()
+    assert T.lines() == ["const double t0 = 2.0 * p[0];", "y[0] = t0;", "if (out) {  /* the columns */",
+                         "    const double t1 = 3.0 * p[0];", "    out[1] = t1;", "}"]
+    assert T.lane_lines("sg_vd", "SG_W", {"p": "p_l", "out": "out_l"}) == [
+        "const sg_vd t0 = 2.0 * p_l[0];", "y[0] = t0;", "if (out_l) {  /* the columns */",
+        "    const sg_vd t1 = 3.0 * p_l[0];", "    out_l[1] = t1;", "}"]
+    with pytest.raises(ValueError):
+        T.begin_if_array("out[0]")
+
+
 def test_the_tested_inputs_are_live():
     assert set(_tape().live_inputs()) == {"q[0]", "p[3]", "p[4]"}
 
