@@ -409,15 +409,8 @@ class Tape:
             out = _Indented("    " * depth)
             res.append((s, out))
             kind = s[0]
-            if kind == "comment":
-                out.append(f"/* {s[1]} */")
-            elif kind == "if_array":
-                out.append(f"if ({s[1]}) {{" + (f"  /* {s[2]} */" if s[2] else ""))
-                depth += 1
-            elif kind == "end_if":
-                depth -= 1
-                out.prefix = "    " * depth
-                out.append("}")
+            if kind in _FRAMING:
+                depth = _framing(s, out, depth, {})
             elif kind == "def":
                 out.append(f"const double {s[1].name} = {c_expr(s[1].op, name)};")
             elif kind == "store":
@@ -584,15 +577,8 @@ class Tape:
             out = _Indented("    " * depth)
             res.append((s, out))
             kind = s[0]
-            if kind == "comment":
-                out.append(f"/* {s[1]} */")
-            elif kind == "if_array":
-                out.append(f"if ({arrays.get(s[1], s[1])}) {{" + (f"  /* {s[2]} */" if s[2] else ""))
-                depth += 1
-            elif kind == "end_if":
-                depth -= 1
-                out.prefix = "    " * depth
-                out.append("}")
+            if kind in _FRAMING:
+                depth = _framing(s, out, depth, arrays)
             elif kind == "def":
                 if is_scalar(s[1]):
                     out.append(f"const double {s[1].name} = {c_expr(s[1].op, ref)};")
@@ -735,6 +721,25 @@ class Tape:
         """The C text of the inputs the live code reads (``X3[5]``, ``u[2]``), in the order they were made."""
         self._mark_live()
         return [name for name, v in self._inputs.items() if v.live]
+
+
+#: the statements both printings print alike: a comment, and the optional-output block's opening and end
+_FRAMING = frozenset(("comment", "if_array", "end_if"))
+
+
+def _framing(s, out, depth: int, arrays: dict) -> int:
+    """Print a :data:`_FRAMING` statement into ``out`` (the block's array renamed by ``arrays``, as the lane form
+    renames it); returns the block depth after it."""
+    if s[0] == "comment":
+        out.append(f"/* {s[1]} */")
+    elif s[0] == "if_array":
+        out.append(f"if ({arrays.get(s[1], s[1])}) {{" + (f"  /* {s[2]} */" if s[2] else ""))
+        return depth + 1
+    else:
+        out.prefix = "    " * (depth - 1)
+        out.append("}")
+        return depth - 1
+    return depth
 
 
 class _Indented(list):
