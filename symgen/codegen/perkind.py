@@ -1046,16 +1046,19 @@ class PerKindDerivatives(PerKindForm):
         cost 20 on lanes).  Returns as the one-state function would for each state, lane l's status l (nb + 1) + s."""
         nm, L, nu, nb = self.name, self.L, self.L.nu, len(self.bodies)
         ps, tau, size = L.params.size, L.params["tau"], nu * (nq + 2 * nu)
-        lines = [f"double pu[SG_W * {ps}], udot[SG_W * {nu}];  /* each state's p with T replaced by FD's Udot */",
-                 "(void)ndq; (void)sg_vd_zero;",
-                 f"if ((s = sg_{nm}_forward_dynamics_batch(SG_W, q, u, p, udot)) != 0) return s;  /* its lanes */",
-                 "for (l = 0; l < SG_W; ++l) {",
-                 f"    for (i = 0; i < {ps}; ++i) pu[l * {ps} + i] = p[(long)l * {ps} + i];",
-                 f"    for (i = 0; i < {nu}; ++i) pu[l * {ps} + {tau} + i] = udot[l * {nu} + i];",
-                 "}",
-                 f"if ((s = sg_{nm}_id_derivatives_lanes(q, u, pu, tangent, out)) != 0) return s;",
-                 "for (l = 0; l < SG_W; ++l)",
-                 f"    if ((s = sg_{nm}_fd_derivatives_solve(tangent, out + (long)l * {size})) != 0) return l * {nb + 1} + s;"]
+        lane, width = P.Var("l"), P.Var("SG_W")
+        prog = P.Program([
+            P.Locals(arrays=(("pu", width * ps), ("udot", width * nu)),
+                     comment="each state's p with T replaced by FD's Udot"),
+            P.Comment("FD for the SG_W states (its lane form)"),
+            P.Invoke(f"sg_{nm}_forward_dynamics_batch", (width, "q", "u", "p", "udot")),
+            P.Loop("l", 0, width, [P.Copy("pu", lane * ps, "p", lane * ps, ps),
+                                   P.Copy("pu", lane * ps + tau, "udot", lane * nu, nu)]),
+            P.Invoke(f"sg_{nm}_id_derivatives_lanes", ("q", "u", "pu", "tangent", "out")),
+            P.Comment("each state's solve; a status names its lane: l (nb + 1) + s"),
+            P.Loop("l", 0, width, [P.Invoke(f"sg_{nm}_fd_derivatives_solve", ("tangent", P.At("out", lane * size)),
+                                            status_base=lane * (nb + 1))])])
+        lines = c_lines(prog, declared=("i", "l", "s", "c", "ndq"))
         before = [f"int sg_{nm}_id_derivatives_lanes(const double *q, const double *u, const double *p, int tangent, "
                   "double *out);"]
         return {"ins": [], "lines": lines, "out_size": size, "unused": [], "before": before, "with_function": True,

@@ -116,7 +116,8 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | Non
     for s in prog.body:
         if isinstance(s, P.Locals):
             if s.arrays or s.pointers:
-                names = [f"{a}[{max(int(n), 1)}]" for a, n in s.arrays] + [f"*{p}" for p in s.pointers]
+                names = [f"{a}[{max(int(n), 1) if isinstance(n, int) else index(n)}]" for a, n in s.arrays] + \
+                    [f"*{p}" for p in s.pointers]
                 out.append(f"{elem} {', '.join(names)};" + (f"  /* {s.comment} */" if s.comment else ""))
             if s.vectors:
                 out.append(f"{vector} {', '.join(f'{a}[{max(int(n), 1)}]' for a, n in s.vectors)};")
@@ -194,7 +195,9 @@ def _stmt(s, lanes: bool, elem: str) -> list:
         return [f"if (!({expr(s.value)} > 0.0)) return {int(s.status)};{why}"]
     if isinstance(s, P.Invoke):
         call = f"{P._ident(s.function)}({', '.join(_arg(a) for a in s.args)})"
-        return [f"if ((s = {call}) != 0) return s;"] if s.check and not lanes else [f"{call};"]
+        base = index(s.status_base)
+        status = "s" if base == "0" else f"{base} + s"
+        return [f"if ((s = {call}) != 0) return {status};"] if s.check and not lanes else [f"{call};"]
     if isinstance(s, P.Step):
         args = ", ".join([index(s.body)] + [_arg(a) for a in s.args])
         call = f"{s.table}[{s.kinds}[{index(s.body)}]]({args})"

@@ -336,10 +336,13 @@ class Check:
 @dataclass
 class Invoke:
     """A call of another generated function for what it writes; ``args``: identifiers (arrays, pointers, integer
-    locals), index expressions or None (a null pointer).  ``check``: its nonzero status stops the program with it."""
+    locals), index expressions, :class:`At` or None (a null pointer).  ``check``: its nonzero status stops the
+    program with it, plus ``status_base`` (an index expression: a lane's l (nb + 1), so that the status names the
+    lane too)."""
     function: str
     args: tuple
     check: bool = True
+    status_base: object = 0
 
 
 @dataclass
@@ -381,8 +384,9 @@ class Spill:
 
 @dataclass
 class Locals:
-    """Local arrays of the element type (``arrays``: (name, size)), pointer locals to it (``pointers``), integer
-    tables of constants (``tables``: (name, values)) and integer arrays (``ints``: (name, size))."""
+    """Local arrays of the element type (``arrays``: (name, size), a size an int or an index expression of
+    constants such as ``Var("SG_W") * n``), pointer locals to it (``pointers``), integer tables of constants
+    (``tables``: (name, values)) and integer arrays (``ints``: (name, size))."""
     arrays: tuple = ()
     pointers: tuple = ()
     tables: tuple = ()
