@@ -973,7 +973,7 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
                "double *out)", "{", *("    " + x for x in drivers["id"]), "}"]
         tangent = [f"if (tangent) return sg_{name}_id_derivatives_tangent(q, u, p, out);"] if tangent_lines else []
         fd_lanes = pk.fd_derivative_lanes(nq) if tangent_lanes else None   # the ID lanes at FD's Udot
-        return {"fd": {"lines": drivers["fd"], "lanes": fd_lanes, "per_kind": True, "before": pk.fd_copies},
+        return {"fd": {"lines": drivers["fd"], "lanes": fd_lanes, "per_kind": True, "solve": pk.fd_solve},
                 "id": {"lines": tangent + dispatch, "lanes": tangent_lanes or None, "per_kind": True,
                        "tangent_lines": tangent_lines},
                 "per_kind": pk.functions + pk.seed_functions + pk.tables + one + lanes}

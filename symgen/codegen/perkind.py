@@ -1016,28 +1016,11 @@ class PerKindDerivatives(PerKindForm):
                           *solve])
 
     def fd_derivative_functions(self, nq: int) -> tuple:
-        """``(body, before)``: the body of ``sg_<m>_fd_derivatives`` (:meth:`fd_derivatives_program`) and the
-        functions it calls first, ``sg_<m>_fd_derivatives_solve`` and its two copies."""
-        nm = self.name
-        fd = c_lines(self.fd_derivatives_program(nq))
-        solve = c_lines(self.fd_solve_program(nq))
-        # the solve's inner loops run over W's columns, contiguous: a copy compiled for AVX-512 (8 columns a vector;
-        # the same operations per column, so the same bits) beside the baseline one (2 a vector on x86-64)
-        head = "(int tangent, double *out)"
-        copies = []
-        for suffix, target in (("avx512", '__attribute__((target("avx512f"))) '), ("base", "")):
-            guard = ["#if SG_DERIVS && SG_DERIVS_AVX512"] if suffix == "avx512" else []
-            copies += guard + [f"/* the solve of forward dynamics' derivatives ({suffix} copy) */",
-                               f"{target}static int sg_{nm}_fd_derivatives_solve_{suffix}{head}", "{",
-                               *("    " + x for x in solve), "}"] + (["#endif"] if guard else [])
-        copies += [
-            "/* out = [dRNEA/dQ, dRNEA/dU, M] (sg_" + nm + "_id_derivatives at FD's Udot) -> [dUdot/dQ, dUdot/dU, M^-1] */",
-            f"static int sg_{nm}_fd_derivatives_solve{head}", "{",
-            "    #if SG_DERIVS && SG_DERIVS_AVX512",
-            f"    if (__builtin_cpu_supports(\"avx512f\")) return sg_{nm}_fd_derivatives_solve_avx512(tangent, out);",
-            "    #endif",
-            f"    return sg_{nm}_fd_derivatives_solve_base(tangent, out);", "}"]
-        return fd, copies
+        """``(body, solve)``: the body of ``sg_<m>_fd_derivatives`` (:meth:`fd_derivatives_program`) and that of
+        ``sg_<m>_fd_derivatives_solve``, which the template prints twice (:meth:`fd_solve_program`: its inner loops
+        run over W's columns, contiguous, so a copy compiled for AVX-512, 8 columns a vector and the same operations
+        per column, the same bits, beside the baseline one, 2 a vector on x86-64) and dispatches between."""
+        return c_lines(self.fd_derivatives_program(nq)), c_lines(self.fd_solve_program(nq))
 
     def fd_derivative_lanes(self, nq: int) -> dict:
         """The pieces of ``sg_<m>_fd_derivatives_lanes`` (helpers/lanes.c.jinja) for a model whose ID derivatives
@@ -1217,7 +1200,7 @@ class PerKindDerivatives(PerKindForm):
                 P.If(P.Cmp(d, ">=", ndq), [P.Set(P.Elem("su", u_dir), P.Num(0.0))], [P.Zero("sq", 0, nq)])]),
             P.Return(0)])
         id_ = c_lines(prog)
-        fd, self.fd_copies = self.fd_derivative_functions(nq)
+        fd, self.fd_solve = self.fd_derivative_functions(nq)
         return {"id": id_, "fd": fd}
 
     # ---- inverse dynamics' derivatives along the tangent by the analytic recursions, per kind ----------
