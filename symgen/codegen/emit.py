@@ -31,7 +31,9 @@ from ..symbolic.spatial import stumpff
 from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_GLUE_PART, DERIVATIVE_LANE_PARTS,
                           DERIVATIVE_PARTS, FRAME_LANES_PART, HINGE_API_PART, KINEMATICS_PART, LOOPED_LANES_PART, MATS_PART,
                           STEP_PART)
+from ..ir import program as P
 from .plan import model_batches
+from .printer import c_lines
 from .lanes import lane_width
 
 #: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
@@ -471,25 +473,28 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
                   f"sg_link_pose(X, {const(k, 'on')}, {const(k, 'pinv')}, {pparent}, out + {k * ML.poses.size});"]
         if hnq:
             qdot += _qdot_lines(L["structure"].get("qdot_map"), s, b.hinge_name, q0, u0, hnq, hnu)
-            qdot_map += [f"sg_{s}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
-                         f"for (i = 0; i < {hnq}; ++i) for (j = 0; j < {hnu}; ++j) "
-                         f"out[({q0} + i) * {nu} + {u0} + j] = N[i * {hnu} + j];"]
+            i, j = P.Var("i"), P.Var("j")
+            qdot_map += [P.Comment(f"hinge '{b.hinge_name}'"),
+                         P.Invoke(f"sg_{s}_qdot_map", (P.At("q", q0), P.At("u", u0), None, "N"), check=False),
+                         P.Loop("i", 0, hnq, [P.Loop("j", 0, hnu, [
+                             P.Set(P.Elem("out", (i + q0) * nu + u0 + j), P.Elem("N", i * hnu + j))])])]
             dq = L["structure"].get("qdot_dq")
             if dq and any(c is None or c != 0.0 for c in dq):
-                qdot_dq += [f"sg_{s}_qdot_dq(q + {q0}, u + {u0}, 0, N);  /* hinge '{b.hinge_name}' */",
-                            f"for (i = 0; i < {hnq}; ++i) for (j = 0; j < {hnq}; ++j) "
-                            f"out[({q0} + j) * {nq} + {q0} + i] = N[i * {hnq} + j];"]
-            if L["has_sanitize"]:
-                sanitize.append(f"sg_{s}_sanitize(q + {q0}, u, 0, out + {q0});  /* hinge '{b.hinge_name}' */")
-            else:
-                sanitize.append(f"for (i = {q0}; i < {q0 + hnq}; ++i) out[i] = q[i];  /* hinge '{b.hinge_name}' */")
+                qdot_dq += [P.Comment(f"hinge '{b.hinge_name}'"),
+                            P.Invoke(f"sg_{s}_qdot_dq", (P.At("q", q0), P.At("u", u0), None, "N"), check=False),
+                            P.Loop("i", 0, hnq, [P.Loop("j", 0, hnq, [
+                                P.Set(P.Elem("out", (j + q0) * nq + q0 + i), P.Elem("N", i * hnq + j))])])]
+            sanitize += [P.Comment(f"hinge '{b.hinge_name}'"),
+                         P.Invoke(f"sg_{s}_sanitize", (P.At("q", q0), "u", None, P.At("out", q0)), check=False)
+                         if L["has_sanitize"] else P.Copy("out", q0, "q", q0, hnq)]
         if "modes" in L:                           # a flexible body's modal coordinates: Qdot = U, nothing to sanitize
             (mq0, mq1), mu0 = L["modes"]["q"], L["modes"]["u"][0]
             qdot += [f"out[{mq0 + i}] = u[{mu0 + i}];" + ("" if i else f"  /* '{b.name}' modes */")
                      for i in range(mq1 - mq0)]
-            qdot_map.append(f"for (i = 0; i < {mq1 - mq0}; ++i) out[({mq0} + i) * {nu} + {mu0} + i] = 1.0;  "
-                            f"/* '{b.name}' modes */")
-            sanitize.append(f"for (i = {mq0}; i < {mq1}; ++i) out[i] = q[i];  /* '{b.name}' modes */")
+            i = P.Var("i")
+            qdot_map += [P.Comment(f"'{b.name}' modes"),
+                         P.Loop("i", 0, mq1 - mq0, [P.Set(P.Elem("out", (i + mq0) * nu + mu0 + i), P.Num(1.0))])]
+            sanitize += [P.Comment(f"'{b.name}' modes"), P.Copy("out", mq0, "q", mq0, mq1 - mq0)]
     max_nq = max([1] + [layout[b.name]["nq"] for b in model.bodies])
     from ..hinges.derive import hinge
 
@@ -511,18 +516,14 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
         poses, pose_calls = fk["poses"], None
     qdot_lines = ([f"double N[{max_nq * max_nu}];"] if any("N[" in ln for ln in qdot) else []) + qdot + \
         ["(void)sg_matvec;"]
-    qdot_dq_lines = [f"int i;  /* out = d Qdot / d Q (nQ x nQ, row-major), Qdot = N(Q) U */",
-                     f"for (i = 0; i < {nq * nq}; ++i) out[i] = 0.0;"]
-    qdot_map_lines = [f"int i;  /* out = N(Q) (nQ x nU, row-major): Qdot = N U */",
-                      f"for (i = 0; i < {nq * nu}; ++i) out[i] = 0.0;"]
-    if any("N[" in ln for ln in qdot_map):
-        qdot_map_lines = [qdot_map_lines[0].replace("int i;", "int i, j;"), f"double N[{max_nq * max_nu}];",
-                          qdot_map_lines[1]]
-    qdot_map_lines += qdot_map
-    if qdot_dq:
-        qdot_dq_lines = [f"int i, j;  /* out = d Qdot / d Q (nQ x nQ, row-major), Qdot = N(Q) U */",
-                         f"double N[{max_nq * max_nq}];", f"for (i = 0; i < {nq * nq}; ++i) out[i] = 0.0;"] + qdot_dq
-    sanitize_lines = (["int i;"] if any(ln.startswith("for (i") for ln in sanitize) else []) + sanitize
+    # N(Q) (nQ x nU) and dQdot/dQ (nQ x nQ), row-major, from the hinges' kernels; equivalent Q (sanitize)
+    qdot_map_lines = c_lines(P.Program(
+        ([P.Locals(arrays=(("N", max_nq * max_nu),))] if any(isinstance(x, P.Invoke) for x in qdot_map) else [])
+        + [P.Zero("out", 0, nq * nu, "out = N(Q), Qdot = N U")] + qdot_map))
+    qdot_dq_lines = c_lines(P.Program(
+        ([P.Locals(arrays=(("N", max_nq * max_nq),))] if qdot_dq else [])
+        + [P.Zero("out", 0, nq * nq, "out = d Qdot / d Q, Qdot = N(Q) U")] + qdot_dq))
+    sanitize_lines = c_lines(P.Program(sanitize))
     poses_lines = (["(void)sg_link_pose;  /* the helper form, for large models */"] + poses if pose_calls is None
                    else ["double X[16];"] + pose_calls.head() + poses)
     kinematics_lines = [f"double X[16], H[{6 * max_nu}] = {{0.0}}, Hd[{6 * max_nu}] = {{0.0}};  /* a LOCKED hinge writes none */"] + kin_calls.head() + kin
