@@ -699,7 +699,7 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=
     def short(lines):
         return lines if len(lines) <= soa.POSES_STRAIGHT_LIMIT else None
 
-    steps, total = [], 0
+    steps, step_tapes, total = [], [], 0
     for b in bodies:
         def jstep(T, bodies, nu, b=b):
             x = [T.input(f"p[{i}]") for i in range(12)]
@@ -713,26 +713,23 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=
                         T.store(f"out[{i * nu + b.u0 + c}]", v)
                 T.end_if()
 
-        tl = []
-        jl = trace(jstep, tl)
+        jl = trace(jstep, step_tapes)
         if not any(ln.startswith("if (out)") for ln in jl):      # a LOCKED hinge: no columns
             jl.insert(0, "(void)out;")
         total += len(jl)
-        steps.append({"k": b.k, "name": b.name, "jlines": jl, "tape": tl[0]})
+        steps.append({"k": b.k, "name": b.name, "jlines": jl})
     # the same steps for SG_W states (the frame_pose, frame_jacobian and frame_velocity batches' full blocks), on
     # lane vectors, the hinge kernels printed on them or called per lane; None where a step has no lane form, and
     # for a model with flexible bodies (a node's own place and columns)
     lane_steps = [] if not any(b.flex for b in bodies) else None
     lane_kernels = {}
-    for st in steps:
-        if lane_steps is None:
+    for st, T in zip(steps, step_tapes):
+        lane = None if lane_steps is None else _lane_function(T, bodies, nu, layout, slugs, 0, 6 * nu,
+                                                                hinges=hinges, kernels=lane_kernels)
+        if lane is None:
+            lane_steps = None
             break
-        lane = _lane_function(st.pop("tape"), bodies, nu, layout, slugs, 0, 6 * nu, hinges=hinges,
-                              kernels=lane_kernels)
-        lane_steps = None if lane is None else lane_steps + [{"k": st["k"], "name": st["name"],
-                                                              "head": lane["head"], "lines": lane["lines"]}]
-    for st in steps:
-        st.pop("tape", None)
+        lane_steps.append({"k": st["k"], "name": st["name"], "head": lane["head"], "lines": lane["lines"]})
     # the all-frame poses are the body poses and each extra frame's product: traced once, and the body poses
     # (poses) read from them, not traced a second time (arm7: 238 lines)
     fp_tape = []
