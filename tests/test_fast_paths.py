@@ -219,20 +219,25 @@ def test_compiled_one_state_calls_equal_the_python_paths(robot, tmp_path):
 
 def test_installed_package_ships_the_compiled_calls(tmp_path):
     """``python -m symgen build --out`` writes the extension beside the model module; ``load_built`` of the
-    package uses it (same numbers as symgen.build's model)."""
+    package uses it (same numbers as symgen.build's model).  With an empty cache, the extension is compiled by a
+    process of its own while the build generates the model's sources (symgen.pipeline.package), into the cache."""
     import json
+    import os
     import subprocess
     import sys
 
     from symgen.runtime import load_built
 
-    path = MODELS / "double_pendulum.yaml"
+    path, cache = MODELS / "double_pendulum.yaml", tmp_path / "cache"
     out = subprocess.run([sys.executable, "-m", "symgen", "build", str(path), "--out", str(tmp_path), "-q"],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=dict(os.environ, SYMGEN_CACHE_DIR=str(cache)))
     assert out.returncode == 0, out.stderr
     pkg = tmp_path / "double_pendulum"
     info = json.loads((pkg / "manifest.json").read_text())["fastcall"]
-    assert (pkg / info["so"]).exists()
+    assert (pkg / info["so"]).exists() and (cache / "modules" / info["so"]).exists()
+    log = [json.loads(line) for line in (cache / "compile.log").read_text().splitlines()]
+    built_by = {e["module"].split("_")[0] == "sg": e["pid"] for e in log}      # {is the extension: its process}
+    assert set(built_by) == {True, False} and built_by[True] != built_by[False], log
     mb, ref = load_built(pkg), symgen.build(str(path))
     assert not hasattr(symgen.runtime, "load_model")     # renamed load_built (symgen.model.load_model reads files)
     assert type(mb.forward_dynamics).__name__ == "Call"

@@ -386,6 +386,22 @@ def _compile_into(work: Path, name: str, files: dict, label: str, flags, target:
     os.replace(built, target)
 
 
+def _extension_name(base: str, source: str, include_dirs, key, flags) -> str:
+    """``<base>_<sha256[:16]>`` of what :func:`build_extension` compiles."""
+    h = hashlib.sha256(source.encode() + b"\0")
+    cc = compiler()
+    for part in (" ".join(cc), compiler_version(cc), " ".join(flags), *include_dirs, *map(str, key), ext_suffix(),
+                 sys.implementation.cache_tag or ""):
+        h.update(part.encode() + b"\0")
+    return f"{base}_{h.hexdigest()[:16]}"
+
+
+def extension_path(base: str, source: str, include_dirs=(), key=(), flags=None) -> Path:
+    """Where the compile cache keeps :func:`build_extension`'s module for these arguments (it may not exist)."""
+    flags = opt_flags() if flags is None else flags
+    return modules_dir() / (_extension_name(base, source, include_dirs, key, flags) + ext_suffix())
+
+
 def build_extension(base: str, source: str, label: str, include_dirs=(), key=(), flags=None,
                     lock_timeout: float = 600.0):
     """Compile one hand-written C file (``source``, its text) into a plain CPython extension module, cached
@@ -395,12 +411,8 @@ def build_extension(base: str, source: str, label: str, include_dirs=(), key=(),
     whose own warnings are not the file's), compiled with ``flags``, imported.  The file defines its init
     function from ``SG_FASTCALL_NAME`` / ``SG_FASTCALL_INIT``.  Returns ``(module, name, path)``."""
     flags = opt_flags() if flags is None else flags
-    h = hashlib.sha256(source.encode() + b"\0")
     cc = compiler()
-    for part in (" ".join(cc), compiler_version(cc), " ".join(flags), *include_dirs, *map(str, key), ext_suffix(),
-                 sys.implementation.cache_tag or ""):
-        h.update(part.encode() + b"\0")
-    name = f"{base}_{h.hexdigest()[:16]}"
+    name = _extension_name(base, source, include_dirs, key, flags)
 
     def compile_into(work: Path, target: Path) -> None:
         src = work / f"{base}.c"
