@@ -182,6 +182,9 @@ def test_atbi_matrices(tree):
         lx = np.array([[0.0, -l[2], l[1]], [l[2], 0.0, -l[0]], [-l[1], l[0], 0.0]])
         phi = np.block([[R, lx @ R], [np.zeros((3, 3)), R]])
         assert_close(mats["psi"], phi @ mats["tauper"], 1e-10, f"psi {b['name']}")
+    # the arguments out of order: the error names the body argument, not numpy's truth value of an array
+    with pytest.raises(KeyError, match="atbi_matrices: no body named array"):
+        tree.atbi_matrices(tree.manifest["bodies"][0]["name"], q)
 
 
 def _upsilon_is_j_minv_jt(mb, rng, frames=None):

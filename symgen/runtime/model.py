@@ -502,7 +502,7 @@ class MultibodyModel:
 
     def _atbi_blocks(self, verb, body, q, u=None, T=None, f_ext=None, gravity=None):
         """(single, body k's atbi_matrices blocks (N x 276), layout.mats) of the states."""
-        if body not in self.body_names:
+        if not isinstance(body, str) or body not in self.body_names:      # (an array: arguments out of order)
             raise KeyError(f"{self.name}: {verb}: no body named {body!r} (bodies: {', '.join(self.body_names)})")
         self._no_modes(verb)
         b = self.binding
