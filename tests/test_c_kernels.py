@@ -137,6 +137,11 @@ def test_atbi_hinge_step(pair):
     if h.nu:
         with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
             k.atbi(Q[0], np.zeros((6, 6)))
+        # in a batch, the status names the first state whose D fails (its batch function returns i + 1)
+        bad = P.copy()
+        bad[2] = bad[3] = 0.0
+        with pytest.raises(np.linalg.LinAlgError, match=r"\(state 2 of the batch\)"):
+            k.atbi(Q, bad)
 
 
 def test_shapes_and_out(compiled):

@@ -49,6 +49,8 @@ class Interpreter:
             return sum(self.index(t) for t in x.terms)
         if isinstance(x, P.Prod):
             return self.index(x.a) * self.index(x.b)
+        if isinstance(x, P.Wide):
+            return self.index(x.x)
         if isinstance(x, P.Select):
             return self.index(x.a) if self.cond(x.cond) else self.index(x.b)
         raise TypeError(x)
@@ -145,7 +147,7 @@ class Interpreter:
             args = [self.env[a] if isinstance(a, str) else a for a in s.args]
             status = self.calls[s.function](*args)
             if s.check and status:
-                raise _Return(status)
+                raise _Return(status + self.index(s.status_base) if s.on_status is None else self.index(s.on_status))
         elif isinstance(s, P.Return):
             raise _Return(s.value)
         else:

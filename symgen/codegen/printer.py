@@ -21,6 +21,9 @@ def index(x) -> str:
         return x.name
     if isinstance(x, P.Lookup):
         return f"{x.table}[{index(x.index)}]"
+    if isinstance(x, P.Wide):
+        inner = index(x.x)
+        return f"(long){inner}" if isinstance(P.ix(x.x), (int, P.Var, P.Lookup)) else f"(long)({inner})"
     if isinstance(x, P.Sum):
         text = index(x.terms[0])
         for t in x.terms[1:]:
@@ -110,7 +113,8 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | Non
     stmts = list(prog.walk())
     if any(isinstance(s, (P.Zero, P.Copy)) for s in stmts):
         ints.append("i")
-    if not lanes and any(isinstance(s, (P.Step, P.Invoke)) and s.check for s in stmts):
+    if not lanes and any(isinstance(s, (P.Step, P.Invoke)) and s.check and getattr(s, "on_status", None) is None
+                         for s in stmts):
         ints.append("s")
     ints = [v for v in dict.fromkeys(ints) if v not in declared]
     for s in prog.body:
@@ -195,6 +199,8 @@ def _stmt(s, lanes: bool, elem: str) -> list:
         return [f"if (!({expr(s.value)} > 0.0)) return {int(s.status)};{why}"]
     if isinstance(s, P.Invoke):
         call = f"{P._ident(s.function)}({', '.join(_arg(a) for a in s.args)})"
+        if s.check and not lanes and s.on_status is not None:
+            return [f"if ({call} != 0) return {index(s.on_status)};"]
         base = index(s.status_base)
         status = "s" if base == "0" else f"{base} + s"
         return [f"if ((s = {call}) != 0) return {status};"] if s.check and not lanes else [f"{call};"]

@@ -11,6 +11,8 @@ from pathlib import Path
 import jinja2
 
 from . import emit
+from ..ir import program as P
+from .printer import c_lines
 from .. import progress
 from ..symbolic.spatial import _SERIES_LIMIT, _SERIES_TERMS
 
@@ -32,16 +34,18 @@ def environment(path: Path | None = None) -> jinja2.Environment:
                               bytecode_cache=jinja2.FileSystemBytecodeCache(str(jdir)))
 
 
-def _batch_lines(k: emit.CKernel, nq: int, nu: int) -> list:
-    args = ", ".join([
-        f"q + (long)i * {nq}" if "q" in k.inputs and nq else "q",
-        f"u + (long)i * {nu}" if "u" in k.inputs and nu else "u",
-        f"p + (long)i * {k.p_stride}" if "p" in k.inputs else "p",
-        f"out + (long)i * {k.out_size}",
-    ])
-    if k.returns_status:
-        return ["for (i = 0; i < n; ++i)", f"    if ({k.c_name}({args}) != 0) return i + 1;", "return 0;"]
-    return ["for (i = 0; i < n; ++i)", f"    {k.c_name}({args});"]
+def batch_program(k: emit.CKernel, nq: int, nu: int) -> P.Program:
+    """The body of a hinge kernel's batch, ``<kernel>_batch(n, q, u, p, out)``: the one-state kernel for states
+    0..n-1, each of q, u, p it reads and out advanced by its stride (p by ``k.p_stride``; one it does not read
+    passed on as given); a kernel with a status returns the first failing state i as i + 1, else 0."""
+    i = P.Wide(P.Var("i"))
+
+    def arg(name, stride, reads=True):
+        return P.At(name, P.mul(i, stride)) if reads and stride else name
+    call = P.Invoke(k.c_name, (arg("q", nq, "q" in k.inputs), arg("u", nu, "u" in k.inputs),
+                               arg("p", k.p_stride, "p" in k.inputs), arg("out", k.out_size)),
+                    check=k.returns_status, on_status=P.add("i", 1))
+    return P.Program([P.Loop("i", 0, P.Var("n"), [call]), *([P.Return(0)] if k.returns_status else [])])
 
 
 #: helpers that need others printed before them
@@ -72,7 +76,7 @@ def hinge_spec_object(h, kernels: list, slug: str) -> dict:
         shape = "x".join(str(d) for d in k.out_shape)
         ks.append({"name": k.name, "c_name": k.c_name, "ret": "int" if k.returns_status else "void",
                    "doc": k.doc, "lines": k.lines, "casts": emit.void_unused(("q", "u", "p"), k.lines), "flops": k.flops, "shape_text": shape,
-                   "batch_lines": _batch_lines(k, h.nq, h.nu), "guard": k.guard})
+                   "batch_lines": c_lines(batch_program(k, h.nq, h.nu)), "guard": k.guard})
     return {
         "banner": {"title": f"symgen hinge kernels: {slug}", **emit.banner_info(h)},
         "guard": f"SG_{slug.upper()}_H",

@@ -64,6 +64,13 @@ class Lookup(IntExpr):
 
 
 @dataclass(frozen=True)
+class Wide(IntExpr):
+    """``x`` as a long integer: an address offset that may pass an int's range (a batch's state times its
+    stride)."""
+    x: object
+
+
+@dataclass(frozen=True)
 class Sum(IntExpr):
     """``terms[0] + terms[1] + ...`` (a constant term last)."""
     terms: tuple
@@ -338,11 +345,12 @@ class Invoke:
     """A call of another generated function for what it writes; ``args``: identifiers (arrays, pointers, integer
     locals), index expressions, :class:`At` or None (a null pointer).  ``check``: its nonzero status stops the
     program with it, plus ``status_base`` (an index expression: a lane's l (nb + 1), so that the status names the
-    lane too)."""
+    lane too), or with ``on_status`` (an index expression: a batch's state i + 1) where that is given."""
     function: str
     args: tuple
     check: bool = True
     status_base: object = 0
+    on_status: object = None
 
 
 @dataclass
