@@ -387,11 +387,11 @@ CODEGEN = {"symgen.ir", "symgen.codegen", "symgen.abi", "symgen.pipeline.compile
 
 
 #: the modules of the code-generation layer that still print C of their own (the rest of that layer, such as the
-#: looped programs' IR, symgen.ir.program, the cost model and the entry-point records, holds none): the printers
-#: (the tape's, the looped programs' symgen.codegen.printer), the emitters not yet moved onto the IR, the template
-#: layer's glue and the toolchain's generated include
+#: looped programs' IR, symgen.ir.program, the cost model, the entry-point records of symgen.codegen.plan and the
+#: template layer's glue, symgen.codegen.render, holds none): the printers (the tape's, the looped programs' and
+#: records' symgen.codegen.printer), the emitters not yet moved onto the IR and the toolchain's generated include
 PRINTERS = {"symgen.ir.tape", "symgen.codegen.printer", "symgen.codegen.emit", "symgen.codegen.perkind",
-            "symgen.codegen.derivatives", "symgen.codegen.render", "symgen.codegen.plan", "symgen.pipeline.compile"}
+            "symgen.codegen.derivatives", "symgen.pipeline.compile"}
 
 
 def _writes_c(name: str) -> bool:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from symgen.codegen.plan import CArg, CBatch, CLanes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,8 +21,14 @@ def test_a_batch_record_prints_its_parameters_and_per_state_call():
     assert b.call == "q + (long)i * 7, u + (long)i * 7, f, out + (long)i * 6"
     shared = CBatch("poses", (CArg("q", 3), CArg("u"), CArg("p"), CArg("out", 24, const=False)), status=0)
     assert shared.call == "q + (long)i * 3, u, p, out + (long)i * 24"
-    fd = CBatch("forward_dynamics", (CArg("q", 2),), status=3, lanes=CLanes("fd", "p", 2))
+    fd = CBatch("forward_dynamics", (CArg("q", 2),), status=3, lanes=CLanes("fd", CArg("p", 40), 2, "return"))
     assert fd.ret == "int" and fd.lanes.kind == "fd"
+    # a lane block's call: its first state's rows, a null pointer for what it does not take, the batch's own args
+    assert fd.lanes.call(2, 2) == "q + (long)i * 2, u + (long)i * 2, p + (long)i * 40, out + (long)i * 2"
+    fj = CLanes("fj", None, 42, after_p=("f",), u=False)
+    assert fj.call(7, 7) == "q + (long)i * 7, 0, 0, f, out + (long)i * 42"
+    with pytest.raises(ValueError, match="stop must be one of"):
+        CLanes("fd", None, 2, "continue")
 
 
 def test_generated_batches_are_the_records(tmp_path):

@@ -5,11 +5,13 @@ state, each argument either advanced by its own stride or shared by every state,
 for FD, ID, M and the derivatives, the lane form running full blocks of SG_W states first.  A :class:`CBatch` says that once per
 entry point, as data; :func:`model_batches` lists them from the model's sizes (symgen.abi.layout), and the
 template prints every record with one loop (``templates/model.c.jinja``).  No C text is decided in the
-template: the parameter list and the call are the record's.
+template: the parameter list and the calls are the record's, printed by :mod:`symgen.codegen.printer`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from . import printer
 
 
 @dataclass(frozen=True)
@@ -23,30 +25,43 @@ class CArg:
 
     @property
     def decl(self) -> str:
-        return f"{'const ' if self.const else ''}{self.ctype} *{self.name}" if self.ctype == "double" else \
-            f"{self.ctype} {self.name}"
+        return printer.c_param(self.name, self.ctype, self.const)
 
     @property
     def per_state(self) -> str:
-        return f"{self.name} + (long)i * {self.stride}" if self.stride else self.name
+        return printer.c_state_arg(self.name, self.stride)
+
+
+#: what a lane block's nonzero status does (CLanes.stop): the batch returns it (naming the state and the body),
+#: or the blocks stop there and the states from that block on go one at a time
+STOPS = ("", "return", "break")
 
 
 @dataclass(frozen=True)
 class CLanes:
     """The lane form a batch runs first (full blocks of SG_W states): which kind (fd, id, mm, fd_derivatives,
-    id_derivatives), the p it takes for the block, its output size per state, the status handling (FD and the
-    derivatives), the arguments after p (``, tangent``) and the preprocessor condition it needs besides
-    SG_LANES (none: "")."""
+    id_derivatives, ...), the p it takes for the block (a :class:`CArg`, advanced by the block's first state; None:
+    a null pointer), its output size per state, what a nonzero status of the block does (``stop``, one of
+    :data:`STOPS`; "": it returns none), the batch's arguments it takes after p (``after_p``: the tangent flag, a
+    frame), the preprocessor condition it needs besides SG_LANES (none: "") and whether it takes the block's rows
+    of u (``u``; else a null pointer: frame_poses)."""
 
     kind: str
-    p_arg: str
+    p: CArg | None
     out_size: int
-    assign: str = ""
-    check: str = ""
-    extra: str = ""
+    stop: str = ""
+    after_p: tuple = ()
     guard: str = ""
-    #: the block's U argument (default: its SG_W rows of u); "0" for an entry point that takes none (frame_poses)
-    u_arg: str = ""
+    u: bool = True
+
+    def __post_init__(self):
+        if self.stop not in STOPS:
+            raise ValueError(f"CLanes.stop must be one of {STOPS}, not {self.stop!r}")
+
+    def call(self, nq: int, nu: int) -> str:
+        """The arguments of the block's call for its first state i."""
+        return printer.c_args([printer.c_state_arg("q", nq), printer.c_state_arg("u", nu) if self.u else None,
+                               self.p and self.p.per_state, *self.after_p, printer.c_state_arg("out", self.out_size)])
 
 
 @dataclass(frozen=True)
@@ -88,11 +103,11 @@ class CBatch:
 
     @property
     def params(self) -> str:
-        return ", ".join(a.decl for a in self.args)
+        return printer.c_args(a.decl for a in self.args)
 
     @property
     def call(self) -> str:
-        return ", ".join(a.per_state for a in self.args)
+        return printer.c_args(a.per_state for a in self.args)
 
 
 def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: int, lanes: dict,
@@ -106,33 +121,32 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
     status = nb + 1
     p_tree = CArg("p", L.params.size)
     mm_p = p_tree if L.theta_blocks else p0           # M reads p only for a parametric build's theta
-    fd_lanes = CLanes("fd", p_tree.per_state, nu, "int s = ", f"if (s) return (int)(i * {status} + s);") \
-        if lanes.get("fd") else None
+    fd_lanes = CLanes("fd", p_tree, nu, "return") if lanes.get("fd") else None
     batches = [
         CBatch("forward_dynamics", (q, u, p_tree, out(nu)), status, fd_lanes, mid=L.params["tau"]),
         CBatch("atbi_matrices", (q, u, p_tree, out(L.mats.size * L.nb)), status),
         CBatch("upsilon", (q, u, p_tree, out(36 * L.nb)), status),
         CBatch("inverse_dynamics", (q, u, p_tree, out(nu)), 0,
-               CLanes("id", p_tree.per_state, nu) if lanes.get("id") else None, mid=L.params["tau"]),
+               CLanes("id", p_tree, nu) if lanes.get("id") else None, mid=L.params["tau"]),
         CBatch("mass_matrix", (q, u, mm_p, out(nu * nu)), 0,
-               CLanes("mm", mm_p.per_state, nu * nu) if lanes.get("mm") else None),
+               CLanes("mm", mm_p, nu * nu) if lanes.get("mm") else None),
         CBatch("centroidal_momentum_matrix", (q, u, mm_p, out(6 * nu + 9)), 0,
-               CLanes("cm", mm_p.per_state, 6 * nu + 9, guard="!defined(SG_NO_DERIVATIVES)") if lanes.get("cm") else None),
+               CLanes("cm", mm_p, 6 * nu + 9, guard="!defined(SG_NO_DERIVATIVES)") if lanes.get("cm") else None),
         CBatch("centroidal_dynamics", (q, u, p_tree, out(6))),
         *[CBatch(f"{k}_derivatives", (q, u, p_tree, CArg("tangent", ctype="int"), out(nu * (nq + 2 * nu))), status,
-                 CLanes(f"{k}_derivatives", p_tree.per_state, nu * (nq + 2 * nu), "int s = ",
-                        f"if (s) return (int)(i * {status} + s);", ", tangent", "!defined(SG_NO_DERIVATIVES)")
+                 CLanes(f"{k}_derivatives", p_tree, nu * (nq + 2 * nu), "return", ("tangent",),
+                        "!defined(SG_NO_DERIVATIVES)")
                  if lanes.get(f"{k}_derivatives") else None) for k in ("fd", "id")],
         CBatch("poses", (q, u0, p0, out(nb * L.poses.size))),
         CBatch("body_jacobian", (q, u0, p0, out(6 * nu))),
         CBatch("frame_poses", (q, out(16 * n_frames)), 0,
-               CLanes("fp", "0", 16 * n_frames, u_arg="0") if lanes.get("fp") else None),
+               CLanes("fp", None, 16 * n_frames, u=False) if lanes.get("fp") else None),
         CBatch("frame_pose", (q, frame, out(16)), 0,      # a frame the one-state call does not walk: one at a time
-               CLanes("fpose", "0", 16, "int s = ", "if (s) break;", ", f", u_arg="0") if lanes.get("fj") else None),
+               CLanes("fpose", None, 16, "break", ("f",), u=False) if lanes.get("fj") else None),
         CBatch("frame_jacobian", (q, frame, out(6 * nu)), 0,
-               CLanes("fj", "0", 6 * nu, extra=", f", u_arg="0") if lanes.get("fj") else None),
+               CLanes("fj", None, 6 * nu, after_p=("f",), u=False) if lanes.get("fj") else None),
         CBatch("frame_velocity", (q, u, frame, out(6)), 0,
-               CLanes("fv", "0", 6, extra=", f") if lanes.get("fj") else None),
+               CLanes("fv", None, 6, after_p=("f",)) if lanes.get("fj") else None),
         CBatch("kinematics", (q, u, p0, out(kinematics_size))),
         CBatch("qdot", (q, u, p0, out(nq))),
         CBatch("qdot_dq", (q, u, p0, out(nq * nq))),

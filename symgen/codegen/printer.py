@@ -227,3 +227,20 @@ def _stmt(s, lanes: bool, elem: str) -> list:
     if isinstance(s, P.Return):
         return [] if lanes else [f"return {int(s.value)};"]
     raise TypeError(f"{s!r} is not a statement of a looped program")
+
+
+# ---- the batched entry points' records (symgen.codegen.plan) ----------------------------------------------------
+def c_param(name: str, ctype: str = "double", const: bool = True) -> str:
+    """A parameter: a pointer to doubles (``const`` for an input), else a ``ctype`` value."""
+    return f"{'const ' if const else ''}double *{name}" if ctype == "double" else f"{ctype} {name}"
+
+
+def c_state_arg(name: str, stride: int, i: str = "i") -> str:
+    """A batch's argument for its state ``i``: ``name`` advanced by ``stride`` doubles a state (0: shared)."""
+    return f"{name} + (long){i} * {stride}" if stride else name
+
+
+def c_args(args) -> str:
+    """An argument list; None: a null pointer."""
+    return ", ".join("0" if a is None else a for a in args)
+
