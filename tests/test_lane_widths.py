@@ -89,6 +89,24 @@ def test_batches_equal_one_state_calls_and_the_host_width(pair, n):
         _same(got, batch(host), f"{mb.name} {what}: W{w} batch vs W{HOST} batch, N = {n}")
 
 
+@pytest.mark.parametrize("n", [WIDTHS[0] - 1, 2 * WIDTHS[0] + 1])
+def test_closed_chain_ta_batches_at_the_smaller_width(n):
+    """The four-bar's TA dynamics on lanes (its loop solve one lane at a time) at the smaller width: each state's
+    Udot, lambda and rank equal the one-state call's and the host width's batch, with Baumgarte gains."""
+    w = WIDTHS[0]
+    with _lane_width(w):
+        mb = _build("fourbar.yaml")
+    host = _build("fourbar.yaml")
+    assert mb.manifest["lane_width"] == w
+    Q, U, T = _states(mb, n, 5)
+    got = mb.ta_forward_dynamics(Q, U, T, baumgarte=(6.0, 0.9))
+    ref = host.ta_forward_dynamics(Q, U, T, baumgarte=(6.0, 0.9))
+    for k in ("udot", "lambda", "rank"):
+        _same(got[k], np.array([mb.ta_forward_dynamics(Q[i], U[i], T[i], baumgarte=(6.0, 0.9))[k] for i in range(n)]),
+              f"fourbar W{w} TA {k} batch vs one state, N = {n}")
+        _same(got[k], ref[k], f"fourbar TA {k}: W{w} batch vs W{HOST} batch, N = {n}")
+
+
 @pytest.mark.parametrize("method", ["rk4", "euler"])
 def test_rollout_blocks_equal_one_case_calls(pair, method):
     mb, host, w = pair

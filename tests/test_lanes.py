@@ -50,7 +50,7 @@ def _same(batch, one, what):
 
 @pytest.mark.parametrize("n", SIZES)
 def test_batches_equal_one_state_calls(model, n):
-    tree = bool(model.loops)   # closed chains: the tree's dynamics (their TA batches stay one state at a time)
+    tree = bool(model.loops)   # closed chains: the tree's dynamics (their TA batches: test_closed_chain_batches_...)
     Q, U, T = _states(model, n, n)
     fd = model.forward_dynamics(Q, U, T, tree=tree) if tree else model.forward_dynamics(Q, U, T)
     one = np.array([model.forward_dynamics(Q[i], U[i], T[i], tree=tree) for i in range(n)])
@@ -67,6 +67,28 @@ def test_batches_equal_one_state_calls(model, n):
               f"{model.name} Jacobian of {f!r}, N = {n}")
         _same(model.frame_velocity(Q, U, f), np.array([model.frame_velocity(Q[i], U[i], f) for i in range(n)]),
               f"{model.name} velocity of {f!r}, N = {n}")
+
+
+#: the examples with loops (each built by the model fixture too: cache hits here)
+CLOSED = ("delta_robot.yaml", "fourbar.yaml", "slider_crank.yaml")
+
+
+@pytest.mark.parametrize("name", CLOSED)
+@pytest.mark.parametrize("n", (W - 1, W, 2 * W + 3))
+def test_closed_chain_batches_equal_one_state_calls(name, n):
+    """A closed chain's TA dynamics runs full blocks of W states on lanes (sg_<m>_ta_lanes: the ATBI passes and the
+    compliance on vectors, the loop solve and the Baumgarte term one lane at a time): Udot, lambda, the node forces
+    and the rank of each lane equal the one-state call's, bit for bit, without and with Baumgarte gains and f_ext."""
+    model = symgen.build(ROOT / "examples" / "models" / name)
+    assert model.loops
+    Q, U, T = _states(model, n, 40 + n)
+    F = np.random.default_rng(n).normal(size=(n, model.nb, 6))
+    for kw in ({}, {"baumgarte": (8.0, 0.7)}, {"f_ext": F}):
+        batch = model.ta_forward_dynamics(Q, U, T, **kw)
+        for i in range(n):
+            one = model.ta_forward_dynamics(Q[i], U[i], T[i], **({"f_ext": F[i]} if "f_ext" in kw else kw))
+            for k in ("udot", "lambda", "f_target", "rank"):
+                _same(np.asarray(batch[k][i]), np.asarray(one[k]), f"{model.name} TA {k}, N = {n}, {list(kw)}, state {i}")
 
 
 def test_batches_sharing_p_equal_batches_with_a_p_per_state(model):
@@ -113,6 +135,7 @@ def test_lane_functions_are_there():
     assert "sg_quadruped_rollout_block(" in c
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "fourbar.yaml"))
     assert "sg_fourbar_rollout_block(" not in files["fourbar.c"]   # closed chains: TA, one case at a time
+    assert "sg_fourbar_ta_lanes(" in files["fourbar.c"]            # ... but a batch of TA dynamics on lanes
 
 
 @pytest.fixture(scope="module")

@@ -132,3 +132,29 @@ def test_segments_cut_the_statements_and_carry_what_crosses():
     assert sorted(cut["slots"].values()) == list(range(len(cut["slots"])))
     assert {"q", "X1"} <= set().union(*(s["arrays"] for s in segs))
     assert T.segments(1) is None and _tape().segments(2) is None
+
+
+def test_routine_calls_run_one_lane_at_a_time_given_the_batch_rows():
+    """lane_lines refuses a tape's local arrays and routine calls (LaneError) unless given ``batch``, the function's
+    own rows: then a local array of doubles is a vector array, a call copies lane l of those it takes (written before)
+    into doubles, reads the function's rows of q and p there, copies them back, and an integer result is one per
+    lane (what the closed chains' TA dynamics does with its loop solve)."""
+    T = Tape()
+    x = T.input("q[0]") * T.input("u[1]")
+    T.local_arrays([("A", 4), ("y", 2)], ints=[("rank", None)])
+    T.store("A[0]", x)
+    T.invoke("solve", [2, "A", Ptr("p", 3), "y", "q"], result="rank")
+    T.store("out[0]", T.input("y[1]") + x)
+    T.store_int("out[1]", "rank")
+    with pytest.raises(LaneError):
+        T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"})
+    lines = T.lane_lines("sg_vd", "SG_W", {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"},
+                         batch={"q": 3, "u": 2, "p": 9})
+    text = "\n".join(lines)
+    assert "sg_vd A[4], y[2];  int rank[SG_W];" in text
+    assert "for (i_ = 0; i_ < 4; ++i_) A_1[i_] = A[i_][l];" in text          # written before the call: copied in
+    assert "y_1[i_] = y[i_][l]" not in text                                   # not written before: not read
+    assert "rank[l] = solve(2, A_1, p + (long)l * 9 + 3, y_1, q + (long)l * 3);" in text
+    assert "for (i_ = 0; i_ < 2; ++i_) y[i_][l] = y_1[i_];" in text           # what it wrote, into lane l
+    assert "out_l[1][l] = (double)rank[l];" in text
+

@@ -385,33 +385,42 @@ class _HingeCalls:
                 + [f"sg_sincos_n({n}, ang, sc);"])
 
 
-def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loops: list) -> dict:
+def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loops: list, hinges=None,
+               kernels=None) -> dict:
     """C of a model's closed chains (:mod:`symgen.algorithms.loops`): the cut joints' neutral-Q tables and the traced
-    bodies of ``loop_errors``, ``loop_stab``, ``loop_jacobian`` and ``ta_forward_dynamics``.  ``loops``: per
-    loop, a dict with the LoopInfo fields but ``i``, ``A``, ``B`` (body names ``source_body`` and
-    ``target_body`` instead)."""
+    bodies of ``loop_errors``, ``loop_stab``, ``loop_jacobian`` and ``ta_forward_dynamics``, and the lane form of
+    the last (``ta_lanes``, :func:`_lane_function`: its solves one lane at a time; ``hinges`` and ``kernels`` as
+    that takes them), or None.  ``loops``: per loop, a dict with the LoopInfo fields but ``i``, ``A``, ``B`` (body
+    names ``source_body`` and ``target_body`` instead)."""
     from functools import partial
 
     from ..algorithms import loops as lp
 
     if not loops:
-        return {"loops": []}
+        return {"loops": [], "ta_lanes": None}
     bodies = body_infos(model, layout, slugs, index)
     infos = [lp.LoopInfo(i=i, A=index.get(d["source_body"], -1), B=index.get(d["target_body"], -1),
                          **{k: v for k, v in d.items() if k not in ("source_body", "target_body")})
              for i, d in enumerate(loops)]
     io = soa.ArrayIO(ML)
 
-    def trace(fn):
+    def trace(fn, tapes=None):
         return _trace_function(lambda T, bodies, nu: fn(T, bodies, infos, nu, io, name, ML), bodies, ML.nu,
-                               _HingeCalls(layout, slugs))
+                               _HingeCalls(layout, slugs), tapes)
+    ta_tape = []
     lines = {"loop_errors_lines": trace(lp.loop_errors), "loop_stab_lines": trace(lp.loop_stab),
-             "loop_jacobian_lines": trace(lp.loop_jacobian), "ta_lines": trace(lp.ta_forward_dynamics)}
+             "loop_jacobian_lines": trace(lp.loop_jacobian), "ta_lines": trace(lp.ta_forward_dynamics, ta_tape)}
+    # TA dynamics on lanes: its ATBI passes and the compliance on vectors, the pivoted solve one lane at a time
+    ta_lanes = None if any(b.flex for b in bodies) else _lane_function(
+        ta_tape[0], bodies, ML.nu, layout, slugs, ML.ta_params.size, ML.ta_out.size, hinges=hinges, kernels=kernels,
+        calls_per_lane=True)
+    if ta_lanes is not None:
+        ta_lanes["part"] = 0
     return {"loops": [{"i": L.i, "name": L.name, "q0": _c_array(L.neutral_q or [0.0]), "nres": L.n_res, "nq": L.nq,
                        "slug": L.slug} for L in infos],
             "max_nc": max(1, ML.nc), "nc": ML.nc, "loop_errors_size": ML.loop_errors_size,
             "ta_p_size": ML.ta_params.size, "ta_out_size": ML.ta_out.size, "jac_size": ML.loop_jacobian.size,
-            "loop_helpers_unused": _unused_loop_helpers(lines), **lines}
+            "loop_helpers_unused": _unused_loop_helpers(lines), "ta_lanes": ta_lanes, **lines}
 
 
 #: the optional helpers of ``helpers/loops.c`` (each guarded by ``#ifndef SG_LOOP_NO_<NAME>``) and the helpers
@@ -510,6 +519,9 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     if fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["part"]:
         dyn["made_parts"].add(FRAME_LANES_PART)
     dyn["lanes"]["sincos"] = dyn["lanes"]["sincos"] or bool(fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["sincos"])
+    closed = emit_loops(model, layout, slugs, index, name, ML, list(loops), hinges, dyn["lanes"].get("kernels"))
+    dyn["lanes"]["ta"] = closed.pop("ta_lanes")
+    dyn["lanes"]["sincos"] = dyn["lanes"]["sincos"] or bool(dyn["lanes"]["ta"] and dyn["lanes"]["ta"]["sincos"])
     if fk["frame_poses"] is not None:
         poses, pose_calls = [], None                # poses_from_frames (templates/model.c.jinja)
     elif fk["poses"] is not None:
@@ -567,7 +579,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
             "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
             "frame_poses_lines": fk["frame_poses"], "poses_from_frames": fk["frame_poses"] is not None, **frames, **_node_cases(model, index, layout),
-            **emit_loops(model, layout, slugs, index, name, ML, list(loops))}
+            **closed}
 
 
 #: from this many hinge specs the hinge kernels' exports compile as a part of their own (abi.layout.HINGE_API_PART;
@@ -1353,7 +1365,7 @@ def _looped_lane_function(kind: str, lines: list, L) -> dict:
 
 
 def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=False, hinges=None,
-                   kernels=None, fn: str | None = None) -> dict | None:
+                   kernels=None, fn: str | None = None, calls_per_lane: bool = False) -> dict | None:
     """One traced algorithm (its tape, None for a trace that stopped at a constant D that is not positive
     definite) printed as a lane function (templates/helpers/lanes.c.jinja), or None when it has no lane form.
     Returns the pieces the template prints: the inputs to transpose into lane-major arrays ``<a>_l[i][l]``
@@ -1363,14 +1375,17 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     also comes as ``..._lanes_pl``, which takes p already in lanes (``p_l``; the rollout keeps it so from step
     to step); then ``p`` is left out of the inputs and its (count, row stride) is the result's ``p_lanes``.
     ``fn``: the function's name, for its segments (:func:`_lane_segments`) where it is longer than
-    :data:`symgen.algorithms.soa.LANE_SEGMENT_LINES` (``before``: their functions, printed before it); None: never segmented."""
+    :data:`symgen.algorithms.soa.LANE_SEGMENT_LINES` (``before``: their functions, printed before it); None: never segmented.
+    ``calls_per_lane``: the tape's local arrays and routine calls (the closed chains' solves) run one lane at a
+    time (:meth:`symgen.ir.tape.Tape.lane_lines`' ``batch``), reading the function's own rows of q, u and p."""
     from ..ir.tape import LaneError
 
     if T is None:
         return None                                       # a constant D that can never be solved: scalar
+    strides = {"q": sum(layout[b.name]["nq"] + (b.flex.n if b.flex else 0) for b in bodies), "u": nu, "p": p_stride}
     try:     # the outputs into vectors out_l[i], turned into SG_W rows once at the end (one loop nest, not a
         # per-lane loop per output: the centroidal momentum matrix's 6 nU + 9 took 8.7 s of gcc on Talos, 1.9 s so)
-        body = T.lane_lines("sg_vd", "SG_W", _LANE_ARRAYS)
+        body = T.lane_lines("sg_vd", "SG_W", _LANE_ARRAYS, batch=strides if calls_per_lane else None)
     except LaneError:
         return None
     if len(body) > LANE_MAX_LINES:
@@ -1378,8 +1393,8 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     size = {}                                             # array -> entries read (max index + 1)
     for text in T.live_inputs():
         m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
-        size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
-    strides = {"q": sum(layout[b.name]["nq"] + (b.flex.n if b.flex else 0) for b in bodies), "u": nu, "p": p_stride}
+        if m:
+            size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
     head, per_lane, sc_calls, angles = lane_kernel_head(kernel_arrays(T, bodies), bodies, nu, layout, slugs,
                                                         strides, size, hinges, kernels)
     ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
@@ -1515,7 +1530,7 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, 
     a statement without a lane form; so is M of a branched tree (a body with two children: its M has many
     entries for its arithmetic, and per lane it measured slower than one state at a time: floating quadruped
     0.44 against 0.35 µs per state, floating humanoid 1.8 against 1.4; arm7, a chain, 0.05 against 0.10).
-    Closed chains (TA) have none.  FD also comes as ``sg_<name>_fd_lanes_pl`` (p already in lanes), which the
+    Closed chains' TA dynamics has its own (:func:`emit_loops`' ``ta_lanes``).  FD also comes as ``sg_<name>_fd_lanes_pl`` (p already in lanes), which the
     rollout's blocks of SG_W cases call (templates/helpers/rollout.c.jinja); ``sincos``: a lane function takes
     sines and cosines of hinge angles (``sg_sincos_split_lanes``); ``kernels``: see :func:`lane_kernel_head`;
     ``dyn_bodies``: the tree FD, ID and M run over (static subtrees fused, symgen.algorithms.soa.fuse_static), whose

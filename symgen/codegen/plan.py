@@ -156,6 +156,7 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
         batches += [
             CBatch("loop_errors", (q, u, CArg("p", nu), out(L.loop_errors_size))),
             CBatch("loop_jacobian", (q, u, p0, out(L.loop_jacobian.size))),
-            CBatch("ta_forward_dynamics", (q, u, CArg("p", L.ta_params.size), out(L.ta_out.size)), status),
+            CBatch("ta_forward_dynamics", (q, u, CArg("p", L.ta_params.size), out(L.ta_out.size)), status,
+                   CLanes("ta", CArg("p", L.ta_params.size), L.ta_out.size, "return") if lanes.get("ta") else None),
         ]
     return batches

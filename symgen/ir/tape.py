@@ -524,7 +524,7 @@ class Tape:
 
     # ---- the lane form: the same statements for W states at once
     def lane_lines(self, vector: str = "sg_vd", width: str = "SG_W", arrays: dict | None = None,
-                   rows: dict | None = None, scalars=()) -> list:
+                   rows: dict | None = None, scalars=(), batch: dict | None = None) -> list:
         """The statements of :meth:`lines` for W (``width``) states at once: every temporary is a ``vector`` (a C
         type of W doubles, ``__attribute__((vector_size))``, on which the compiler's +, -, *, / act lane by lane), so
         each lane computes the same operations in the same order as :meth:`lines`.  An input ``A[i]`` is read
@@ -537,15 +537,22 @@ class Tape:
         array with an expression (``out[(uo + 1) * 7 + uo]``).  A pivot check (``if (!(d > 0.0)) return k;``)
         records, per lane l, the first body whose D is not positive definite in ``st[l]`` (the caller declares
         ``int st[W]`` zeroed, and ``l``) and goes on; ``return 0;`` is left to the caller.  Names are those of
-        :meth:`lines`.  Raises :class:`LaneError` for a statement it cannot print per lane (a call of a lane
-        value, the locals and routine calls of :meth:`local_arrays`, :meth:`invoke`, :meth:`invoke_if_nonzero`,
-        :meth:`store_int`, another effect)."""
-        return [ln for _, lines in self._lane_statement_lines(vector, width, arrays, rows, scalars)[0] for ln in lines]
+        :meth:`lines`.  With ``batch`` (array -> row length: the function's own q, u, p, SG_W rows of doubles), the
+        locals and routine calls of :meth:`local_arrays`, :meth:`invoke`, :meth:`invoke_if_nonzero` and
+        :meth:`store_int` run one lane at a time (:meth:`_lane_invoke`: the local arrays of doubles are vector
+        arrays, each call reads and writes lane l's copy of them, an integer result is one per lane).  Raises
+        :class:`LaneError` for a statement it cannot print per lane (a call of a lane value, those statements
+        without ``batch``, another effect)."""
+        return [ln for _, lines in self._lane_statement_lines(vector, width, arrays, rows, scalars, batch)[0]
+                for ln in lines]
 
-    def _lane_statement_lines(self, vector, width, arrays, rows, scalars) -> tuple:
+    def _lane_statement_lines(self, vector, width, arrays, rows, scalars, batch=None) -> tuple:
         """``([(statement, its lane lines)], is_scalar)``: each statement :meth:`lane_lines` prints, in order, and
         whether a value is a double (not a vector) there."""
         arrays, rows, scalars = arrays or {}, rows or {}, set(scalars)
+        local = {}          # the local arrays of doubles (vector arrays on lanes): name -> size
+        ints = {}           # the integer locals: name -> size (None: one integer, one per lane on lanes)
+        written = set()     # the local arrays some statement wrote so far (a call reads lane l's copy of those)
         self.lines()                                      # names the live temporaries
         loop = f"for (l = 0; l < {width}; ++l)"
         scalar = {}
@@ -586,9 +593,14 @@ class Tape:
                 if s[1].op[0] == "call":
                     raise LaneError(f"call {s[1].op[1]!r}")
                 out.append(f"const {vector} {s[1].name} = {c_expr(s[1].op, ref)};")
+            elif kind in ("locals", "invoke", "invoke_if", "store_int") and batch is not None:
+                out.extend(self._lane_invoke(s, vector, width, arrays, rows, batch, local, ints, written, ref,
+                                             is_scalar))
             elif kind in ("store", "add"):                # a scalar one lane by lane
                 tgt, value = s[1], s[2]
                 m = re.fullmatch(r"(\w+)\[(.+)\]", tgt)
+                if m:
+                    written.add(m.group(1))
                 op = "=" if kind == "store" else "+="
                 if m and m.group(1) in rows:
                     lane = every_lane(value) if is_scalar(value) else f"{ref(value)}[l]"
@@ -605,6 +617,7 @@ class Tape:
                 out.append(f"{loop} if (!st[l] && !({lane} > 0.0)) st[l] = {s[2]};  /* {s[3]} */")
             elif kind == "fill":
                 arr, n = s[1], s[2]
+                written.add(arr)
                 if arr in rows:
                     out.append(f"{{ int i; {loop} for (i = 0; i < {n}; ++i) {arr}[(long)l * {rows[arr]} + i] = 0.0; }}"
                                f"  /* {s[3]} */")
@@ -614,6 +627,73 @@ class Tape:
             else:
                 raise LaneError(f"statement {s!r} has no lane form")
         return res, is_scalar
+
+    @staticmethod
+    def _lane_invoke(s, vector, width, arrays, rows, batch, local, ints, written, ref, is_scalar) -> list:
+        """The lane lines of a ("locals" | "invoke" | "invoke_if" | "store_int") statement, one lane at a time: a local
+        array of doubles is a ``vector`` array; a call copies lane l of each local array it takes (those written
+        before) into a double array ``<name>_1``, calls the routine with those, the function's rows of ``batch``'s
+        arrays (``q + (long)l * nq``) and its other arguments as :meth:`lines` prints them, and copies the arrays
+        back into lane l; an integer result is ``<name>[l]``, an integer array scratch shared by the lanes."""
+        loop = f"for (l = 0; l < {width}; ++l)"
+        kind = s[0]
+        if kind == "locals":
+            local.update(s[1])
+            ints.update(s[2])
+            decl = ([f"{vector} {', '.join(f'{a}[{n}]' for a, n in s[1])};"] if s[1] else []) + \
+                ([f"int {', '.join(f'{a}[{width}]' if n is None else f'{a}[{n}]' for a, n in s[2])};"] if s[2] else [])
+            return ["  ".join(decl + ([f"/* {s[3]} */"] if s[3] is not None else []))]
+        if kind == "store_int":
+            m = re.fullmatch(r"(\w+)\[(.+)\]", s[1])
+            if m is None or ints.get(s[2], 0) is not None:
+                raise LaneError(f"store_int {s!r}")
+            arr, i = m.group(1), m.group(2)
+            target = f"{arr}[(long)l * {rows[arr]} + {i}]" if arr in rows else f"{arrays.get(arr, arr)}[{i}][l]"
+            return [f"{loop} {target} = (double){s[2]}[l];"]
+        call, test, fill = (s, None, None) if kind == "invoke" else (s[2], s[1], s[3])
+        _, function, args, result = call
+
+        def pointer(name, offset=None):
+            if name in local:
+                text = f"{name}_1"
+            elif name in batch:
+                text = f"{name} + (long)l * {batch[name]}"
+            else:
+                raise LaneError(f"argument {name!r} of {function!r} has no lane form")
+            return text if offset in (None, 0) else f"{text} + {offset}"
+        texts, took = [], []
+        for a in args:
+            if isinstance(a, Ptr):
+                texts.append(pointer(a.array, a.offset))
+                took.append(a.array)
+            elif isinstance(a, str) and (a in local or a in batch):
+                texts.append(pointer(a))
+                took.append(a)
+            elif isinstance(a, str) and a in ints and ints[a] is None:
+                texts.append(f"{a}[l]")
+            elif a is None:
+                texts.append("0")
+            elif isinstance(a, float):
+                texts.append(_const(a))
+            else:
+                texts.append(str(a))
+        copies = [a for a in dict.fromkeys(took) if a in local]
+        body = [f"double {', '.join(f'{a}_1[{local[a]}]' for a in copies)};"] if copies else []
+        body += [f"for (i_ = 0; i_ < {local[a]}; ++i_) {a}_1[i_] = {a}[i_][l];" for a in copies if a in written]
+        text = f"{function}({', '.join(texts)});"
+        body.append(text if result is None else f"{result}[l] = {text}")
+        body += [f"for (i_ = 0; i_ < {local[a]}; ++i_) {a}[i_][l] = {a}_1[i_];" for a in copies]
+        written.update(copies)
+        if test is not None:                # invoke_if_nonzero: the call where a value is not zero in lane l
+            cond = " || ".join(f"{ref(v) if is_scalar(v) else f'{ref(v)}[l]'} != 0.0" for v in test)
+            arr, n = fill[1], fill[2]
+            written.add(arr)
+            zero = f"for (i_ = 0; i_ < {n}; ++i_) {arr}[i_][l] = 0.0;" if arr in local else None
+            if zero is None:
+                raise LaneError(f"the zero fill of {function!r}'s {arr!r} has no lane form")
+            body = [f"if ({cond}) {{"] + ["    " + x for x in body] + ["} else {", f"    {zero}", "}"]
+        counter = ["    int i_;"] if any("i_" in x for x in body) else []
+        return [f"{loop} {{  /* {function} one lane at a time */", *counter, *["    " + x for x in body], "}"]
 
     def lane_segments(self, k: int, vector: str = "sg_vd", width: str = "SG_W", arrays: dict | None = None,
                       rows: dict | None = None, scalars=()) -> dict | None:
