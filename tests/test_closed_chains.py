@@ -178,6 +178,29 @@ def test_ta_matches_dense_reference(closed_model):
         assert np.max(np.abs(tree - res["udot"])) < 1e-9 * max(1.0, np.max(np.abs(tree)))
 
 
+def test_ta_batches_on_lanes_equal_one_state_calls(closed_model):
+    """A batch of TA dynamics runs full blocks of the lane width on lanes, the cut joints' Q fits (UJOINT, CUSTOM:
+    sg_cut_fit_q) and the loop solve one lane at a time: each state equals its one-state call bit for bit, with
+    Baumgarte gains, N not a multiple of the width."""
+    from symgen.codegen.lanes import lane_width
+
+    from symgen.model import load_model
+    from symgen.pipeline.sources import cached_model_sources
+
+    mb, q_ref = closed_model
+    files, _ = cached_model_sources(load_model(mb.manifest["source"]))
+    assert f"sg_{mb.name}_ta_lanes(" in files[f"{mb.name}.c"]            # the lane form is there
+    rng = np.random.default_rng(8)
+    n = 2 * lane_width() + 3
+    Q = mb.sanitize(q_ref + 0.05 * rng.normal(size=(n, mb.nq)))
+    U, T = rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nu))
+    got = mb.ta_forward_dynamics(Q, U, T, baumgarte=(5.0, 1.0))
+    for i in range(n):
+        one = mb.ta_forward_dynamics(Q[i], U[i], T[i], baumgarte=(5.0, 1.0))
+        for k in ("udot", "lambda", "rank"):
+            np.testing.assert_array_equal(got[k][i], one[k], err_msg=f"{mb.name} TA {k}, state {i}")
+
+
 def test_project_closes_loops_and_velocities(closed_model):
     mb, q_ref = closed_model
     rng = np.random.default_rng(3)
