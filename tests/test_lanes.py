@@ -134,8 +134,8 @@ def test_lane_functions_are_there():
     assert "sg_quadruped_fd_lanes(" in c and "sg_quadruped_id_lanes(" in c and "sg_quadruped_mm_lanes(" not in c
     assert "sg_quadruped_rollout_block(" in c
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "fourbar.yaml"))
-    assert "sg_fourbar_rollout_block(" not in files["fourbar.c"]   # closed chains: TA, one case at a time
-    assert "sg_fourbar_ta_lanes(" in files["fourbar.c"]            # ... but a batch of TA dynamics on lanes
+    assert "sg_fourbar_ta_lanes(" in files["fourbar.c"]            # closed chains: the TA dynamics on lanes,
+    assert "sg_fourbar_rollout_block(" in files["fourbar.c"]       # which the rollout's blocks step on
 
 
 @pytest.fixture(scope="module")
@@ -201,8 +201,9 @@ def _same_rollout(out, alone, what):
 
 @pytest.mark.parametrize("method", ["rk4", "euler"])
 def test_rollout_blocks_equal_one_case_calls(model, method):
-    """mb.rollout (blocks of W cases on sg_<m>_fd_lanes where the model has them) against each case alone, with
-    T per step and every=4, N not a multiple of W included (closed chains: TA, one case at a time on both sides)."""
+    """mb.rollout (blocks of W cases on sg_<m>_fd_lanes where the model has them; a closed chain's on its TA
+    dynamics' lanes, sg_<m>_ta_lanes, with Baumgarte gains) against each case alone, with T per step and every=4,
+    N not a multiple of W included."""
     kw = {"dt": 1e-3, "n_steps": 13, "every": 4, "method": method}
     if model.loops:
         kw["baumgarte"] = (20.0, 1.0)

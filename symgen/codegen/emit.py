@@ -565,8 +565,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "theta_init": ([f"for (i = 0; i < {len(theta0)}; ++i) p[{ML.params['theta']} + i] = sg_{name}_theta0[i];"]
                            if theta0 else []),
             # the rollout in the part of the FD lane form its blocks call (a static function of part 0 when short)
-            "rollout_part": (dyn["lanes"]["fd"] or {}).get("part", 0),
-            "rollout": {**_rollout_spec(ML, bool(loops), nq, nu, dyn["lanes"]["fd"]),
+            "rollout_part": (dyn["lanes"]["ta" if loops else "fd"] or {}).get("part", 0),
+            "rollout": {**_rollout_spec(ML, bool(loops), nq, nu, dyn["lanes"]["ta" if loops else "fd"]),
                         "qdot_lanes": _qdot_lanes(model, layout, hinges, nq, nu)},
             "kinematics_lines": cast(kinematics_lines),
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
@@ -592,16 +592,18 @@ HINGE_SOURCE_LINES = 500
 def _rollout_spec(ML, loops: bool, nq: int, nu: int, fd_lanes) -> dict:
     """What templates/helpers/rollout.c.jinja prints for ``sg_<m>_rollout``: the forward dynamics each stage runs
     (TA on a model with loops), its p (size, fields) and output size, and whether blocks of SG_W cases step
-    together on the lane form of FD (``lanes``: a tree's FD with a lane form; TA stays one case at a time).
-    ``p_lanes``: the entries of p that ``sg_<m>_fd_lanes_pl`` reads, which the block keeps in lanes from step to
-    step (0: it calls ``sg_<m>_fd_lanes``), ``p_lanes_T`` how many of them are T (p[3], p[4], ...)."""
-    lanes = bool(fd_lanes) and not loops
-    p_lanes = fd_lanes["p_lanes"][0] if lanes and fd_lanes["p_lanes"] else 0
+    together on the lane form of that forward dynamics (``lanes``: ``fd_lanes``, the FD's lane form, or with
+    loops the TA dynamics', whose Udot the block copies out of its rows, ``lane_fd``).  ``p_lanes``: the entries
+    of p that ``sg_<m>_fd_lanes_pl`` reads, which the block keeps in lanes from step to step (0: it calls
+    ``sg_<m>_fd_lanes``, or the TA's), ``p_lanes_T`` how many of them are T (p[3], p[4], ...)."""
+    lanes = bool(fd_lanes)
+    p_lanes = fd_lanes["p_lanes"][0] if lanes and not loops and fd_lanes["p_lanes"] else 0
     return {"fd": "ta_forward_dynamics" if loops else "forward_dynamics",
             "p_size": ML.ta_params.size if loops else ML.params.size,
             "p_fields": "g, T, f_ext" + (", theta" if ML.theta_blocks else "") + (", gains" if loops else ""),
             "out_size": ML.ta_out.size if loops else max(nu, 1), "nq_dim": max(nq, 1), "nu_dim": max(nu, 1),
-            "lanes": lanes, "p_lanes": p_lanes, "p_lanes_T": max(0, min(nu, p_lanes - 3))}
+            "lanes": lanes, "p_lanes": p_lanes, "p_lanes_T": max(0, min(nu, p_lanes - 3)),
+            "lane_fd": "ta" if loops else "fd"}
 
 
 _IDENTITY12 = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
