@@ -1052,7 +1052,8 @@ class PerKindDerivatives(PerKindForm):
         factorization: ``lam[i]``, the U before U_i on its path to the root, so no fill-in) and the two sparse
         triangular solves for the three blocks of out at once, -M^-1 dRNEA/dU, M^-1 and -M^-1 dRNEA/dQ side by side
         in the rows of ``W`` (``S`` columns, a multiple of 8, so the rows' loops have one fixed length; row by
-        row, L's row read once).  The blocks' columns are the U in depth-first order (:meth:`u_preorder`): the
+        row, L's row read once; a row divided by L_ii as its product with 1 / L_ii, within an ulp of the quotients:
+        tiago_dual's solve 152 -> 124 µs).  The blocks' columns are the U in depth-first order (:meth:`u_preorder`): the
         first solve leaves row i zero but for the U on i's side of the tree (dRNEA_i moves with them only) and, in
         M^-1's block, i's subtree (L^-T's sparsity), and runs over those places only (tiago_dual: 27 % fewer
         operations; the same bits: what it skips subtracts zeros).  ``nq``: the model's Q count."""
@@ -1094,15 +1095,15 @@ class PerKindDerivatives(PerKindForm):
             P.Loop("i", 0, nu, down=True, body=[P.Block([
                 P.Let("qa", P.Select(P.Cmp(tg, "!=", 0), P.add(2 * nu, P.Lookup("lo", i)), 2 * nu)),
                 P.Let("qe", P.Select(P.Cmp(tg, "!=", 0), P.add(2 * nu, P.Lookup("hi", i)), P.add(2 * nu, ndq))),
-                P.Bind("r", "W", P.mul(i, S)), P.Def("lii", Lf(i, i)),
-                *over_spans([P.Set(P.Elem("r", c), P.Scalar("lii"), "/=")]),
+                P.Bind("r", "W", P.mul(i, S)), P.Def("lii", P.Bin("/", P.Num(1.0), Lf(i, i))),
+                *over_spans([P.Set(P.Elem("r", c), P.Scalar("lii"), "*=")]),
                 P.Ancestors("j", i, "lam", [P.Block([
                     P.Bind("rj", "W", P.mul(j, S)), P.Def("lij", Lf(i, j)),
                     *over_spans([P.Set(P.Elem("rj", c), P.Bin("*", P.Scalar("lij"), P.Elem("r", c)), "-=")])])])])]),
             P.Comment("L X = Y, whole rows; two ancestors' rows a pass over row i (held in h until its pair comes), "
                       "in the order of one at a time: the same bits, row i read and written half as often"),
             P.Loop("i", 0, nu, [P.Block([
-                P.Bind("r", "W", P.mul(i, S)), P.Def("lii", Lf(i, i)), P.Let("h", -1),
+                P.Bind("r", "W", P.mul(i, S)), P.Def("lii", P.Bin("/", P.Num(1.0), Lf(i, i))), P.Let("h", -1),
                 P.Ancestors("j", i, "lam", [P.If(P.Cmp(P.Var("h"), "<", 0), [P.Let("h", j)], [P.Block([
                     P.Bind("rh", "W", P.mul(P.Var("h"), S)), P.Bind("rj", "W", P.mul(j, S)),
                     P.Def("lih", Lf(i, P.Var("h"))), P.Def("lij", Lf(i, j)),
@@ -1113,7 +1114,7 @@ class PerKindDerivatives(PerKindForm):
                 P.If(P.Cmp(P.Var("h"), ">=", 0), [P.Block([
                     P.Bind("rh", "W", P.mul(P.Var("h"), S)), P.Def("lih", Lf(i, P.Var("h"))),
                     P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c)), "-=")])])]),
-                P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Scalar("lii"), "/=")])])]),
+                P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Scalar("lii"), "*=")])])]),
             P.Comment("out's blocks (row-major nU x m: dUdot/dQ, dUdot/dU, M^-1) from W's rows"),
             P.Loop("i", 0, nu, [
                 P.Loop("c", 0, ndq, [P.Set(P.Elem("out", P.add(P.mul(i, ndq), c)), Wr(i, q_place(c)))]),

@@ -289,7 +289,7 @@ class Swap:
 
 @dataclass
 class Set:
-    """``target op value`` for op one of ``=``, ``+=``, ``-=``, ``/=`` (``target`` an :class:`Elem`)."""
+    """``target op value`` for op one of ``=``, ``+=``, ``-=``, ``*=``, ``/=`` (``target`` an :class:`Elem`)."""
     target: Elem
     value: object
     op: str = "="
