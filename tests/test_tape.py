@@ -157,4 +157,11 @@ def test_routine_calls_run_one_lane_at_a_time_given_the_batch_rows():
     assert "rank[l] = solve(2, A_1, p + (long)l * 9 + 3, y_1, q + (long)l * 3);" in text
     assert "for (i_ = 0; i_ < 2; ++i_) y[i_][l] = y_1[i_];" in text           # what it wrote, into lane l
     assert "out_l[1][l] = (double)rank[l];" in text
+    # an integer array is one call's scratch, shared by the lanes: a second call that takes it has no lane form
+    T2 = Tape()
+    T2.local_arrays([("A", 1)], ints=[("piv", 3)])
+    T2.invoke("factor", [3, "A", "piv"])
+    T2.invoke("solve", [3, "A", "piv"])
+    with pytest.raises(LaneError, match="second call"):
+        T2.lane_lines("sg_vd", "SG_W", batch={"q": 3})
 

@@ -671,6 +671,11 @@ class Tape:
                 took.append(a)
             elif isinstance(a, str) and a in ints and ints[a] is None:
                 texts.append(f"{a}[l]")
+            elif isinstance(a, str) and a in ints:        # an integer array: one call's scratch, shared by the lanes
+                if a in written:
+                    raise LaneError(f"integer array {a!r} passed to a second call ({function!r}): its lanes would mix")
+                written.add(a)
+                texts.append(a)
             elif a is None:
                 texts.append("0")
             elif isinstance(a, float):
