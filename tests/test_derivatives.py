@@ -314,6 +314,40 @@ def test_per_kind_fd_derivatives_over_two_trees():
         assert np.array_equal(batch[:, i], mb.forward_dynamics_derivatives(Q[i], U[i], X[i])), f"state {i}"
 
 
+def test_a_long_forward_mode_takes_the_fd_derivatives_from_id_s(monkeypatch):
+    """A straight-line model whose forward-mode FD derivatives are long (schedule.FD_DERIVATIVES_LTL_FROM; arm7 here,
+    with the limit lowered) takes them from the ID derivatives and the LTL solve: the same derivatives as the
+    forward mode's (1e-10 relative), along the tangent and along Q, one state and a batch of 2W + 3 (its lane blocks
+    equal the one-state calls), and against central differences (1e-6)."""
+    from symgen.codegen import schedule
+
+    path = ROOT / "examples" / "models" / "arm7.urdf"
+    fwd = symgen.build(path, derivatives=True)
+    monkeypatch.setattr(schedule, "FD_DERIVATIVES_LTL_FROM", 100)
+    ltl = symgen.build(path, derivatives=True)
+    assert ltl.manifest["module"] != fwd.manifest["module"] and ltl.forms["forward_dynamics"] == "straight"
+    from symgen.model import load_model
+    from symgen.pipeline.sources import cached_model_sources
+
+    text = cached_model_sources(load_model(path), derivatives=True)[0]["arm7.c"]
+    assert "sg_arm7_fd_derivatives_solve(" in text and "sg_arm7_fd_derivatives_w8(" not in text
+    rng = np.random.default_rng(12)
+    q, u, x = ltl.sanitize(rng.uniform(-1, 1, ltl.nq)), rng.normal(size=ltl.nu), rng.normal(size=ltl.nu)
+    for tangent in (True, False):           # out = [d/dQ (nU x nQdir), d/dU, M^-1], flat
+        a = ltl.derivative_binding().derivatives("fd", q, u, x, None, ltl.gravity, tangent=tangent)
+        b = fwd.derivative_binding().derivatives("fd", q, u, x, None, fwd.gravity, tangent=tangent)
+        for got, ref in zip(a, b):
+            assert _rel(got, ref) < 1e-10, tangent
+    for ours, ref, what in zip(ltl.forward_dynamics_derivatives(q, u, x), _central(ltl, ltl.forward_dynamics, q, u, x),
+                               ("dUdot/dQ", "dUdot/dU", "Minv")):
+        assert _rel(ours, ref) < FD_TOL, what
+    n = 2 * W + 3
+    Q, U, X = ltl.sanitize(rng.uniform(-1, 1, (n, ltl.nq))), rng.normal(size=(n, ltl.nu)), rng.normal(size=(n, ltl.nu))
+    batch = ltl.forward_dynamics_derivatives(Q, U, X)
+    for i in range(n):
+        assert np.array_equal(batch[:, i], ltl.forward_dynamics_derivatives(Q[i], U[i], X[i])), f"state {i}"
+
+
 # ---- one integration step ---------------------------------------------------------------------------------
 
 def _step(mb, q, u, T, dt, method):

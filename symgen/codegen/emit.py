@@ -949,7 +949,10 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
     lane-batch form (hinge kernels on lane vectors from ``hinges`` where they print so; ``kernels``: the values'
     lane functions' dict of them, see :func:`lane_kernel_head`).  Where FD takes the
     per-kind form, so do they (:class:`symgen.codegen.perkind.PerKindDerivatives`): then "per_kind" holds the
-    step functions and tables the ID part compiles, and each function's "per_kind" is True."""
+    step functions and tables the ID part compiles, and each function's "per_kind" is True.  A straight-line
+    model's FD derivatives whose forward mode is :data:`symgen.codegen.schedule.FD_DERIVATIVES_LTL_FROM` lines or
+    longer take the per-kind FD derivatives (ID's, then the LTL solve) too."""
+    from . import schedule
     from .derivatives import emit_derivatives, emit_rnea_derivatives
 
     out = {"fd": None, "id": None}
@@ -997,6 +1000,11 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         pk = PerKindDerivatives(bodies, L, name, layout, hinges)
         out["id"]["tangent_lines"], out["id"]["lanes"] = looped_tangent(pk)
         out["per_kind"] = pk.functions + pk.tables
+        if out["fd"] and len(out["fd"]["lines"]) >= schedule.FD_DERIVATIVES_LTL_FROM:
+            # a long forward mode: FD's derivatives from ID's and the LTL solve (schedule.FD_DERIVATIVES_LTL_FROM)
+            body, solve = pk.fd_derivative_functions(nq)
+            out["fd"] = {"lines": body, "lanes": pk.fd_derivative_lanes(nq) if out["id"]["lanes"] else None,
+                         "per_kind": True, "solve": solve}
         return out
     tangent_form = out["id"] and emit_rnea_derivatives(     # a parametric build's: straight-line
         name, bodies, L, layout, lambda: _HingeCalls(layout, slugs), kernel_arrays,

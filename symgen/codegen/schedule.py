@@ -59,6 +59,15 @@ CRBA_UNROLL_LIMIT = 1200
 #: than the unrolled one-state function there (the table above: 48 steps equal, 155 looped 18% faster)
 CRBA_LOOPED_FROM = 100
 
+#: from this many lines of the straight-line forward-mode FD derivatives (:mod:`symgen.codegen.derivatives`, the
+#: one-state function), forward dynamics' derivatives of a straight-line model come from inverse dynamics' (the
+#: looped analytic recursions and their lanes) and the LTL solve of the per-kind form
+#: (:meth:`symgen.codegen.perkind.PerKindDerivatives.fd_derivatives_program`) instead: Talos (24,300 lines) ran as
+#: fast that way (batched 23.4-24.1 against 24.2-24.3 µs a state, in cache 19.9-20.1 against 21.9-22.3,
+#: interleaved, 2026-12-02) and its two FD derivative parts compile at -O3 in 0.4 s of a core against 111 s; the
+#: floating humanoid (17,900 lines) ran 15.2 forward-mode against 24.2 that way (2026-11-30), so it keeps them
+FD_DERIVATIVES_LTL_FROM = 20000
+
 UNROLLED, LOOPED = "straight", "per_kind"
 
 

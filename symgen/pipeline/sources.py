@@ -422,7 +422,8 @@ def cached_model_sources(model, form: str = "auto", derivatives: bool = False):
     text = json.dumps([dataclasses.asdict(model), specs], sort_keys=True, default=str)
     limits = (f"|{schedule.CRBA_UNROLL_LIMIT}|{schedule.CRBA_LOOPED_FROM}|{schedule.STRAIGHT_LINE_LIMIT}"  # forms
               f"|{soa.SPLIT_MIN_LINES}|{soa.LANE_SPLIT_MIN_LINES}|{soa.POSES_STRAIGHT_LIMIT}|{soa.JAC_STEPS_LIMIT}"
-              f"|S{soa.SEGMENT_LINES}|{soa.LANE_SEGMENT_LINES}|W{lane_width()}")           # the segments, the lane width printed into the C
+              f"|S{soa.SEGMENT_LINES}|{soa.LANE_SEGMENT_LINES}|W{lane_width()}"            # the segments, the lane width printed into the C
+              f"|L{schedule.FD_DERIVATIVES_LTL_FROM}")                                     # the FD derivatives' form
     key = hashlib.sha256((text + _package_fingerprint() + limits + f"|{form}|{derivatives}").encode()).hexdigest()[:24]
     return _json_cached(cache_dir() / "model-sources" / f"{key}.json", lambda: model_sources(model, form, derivatives),
                         "sources", f"model {model.name}" + ("" if form == "auto" else f" ({form} form)")
