@@ -133,6 +133,11 @@ def test_lane_functions_are_there():
     c = files["quadruped.c"]
     assert "sg_quadruped_fd_lanes(" in c and "sg_quadruped_id_lanes(" in c and "sg_quadruped_mm_lanes(" not in c
     assert "sg_quadruped_rollout_block(" in c
+    # the looped M's lanes write the states' rows of out directly (perkind.MM_ROWS_MAX_BYTES), no vector array of M
+    c = cached_model_sources(load_model(ROOT / "examples" / "models" / "quadruped.urdf", floating_base=True),
+                             form="per_kind")[0]["quadruped.c"]
+    mm = c[c.index("int sg_quadruped_mm_lanes("):]
+    assert "sg_quadruped_crba_tip_rows_l[" in mm and "out_l" not in mm[:mm.index("\n}\n")]
     files, _ = cached_model_sources(load_model(ROOT / "examples" / "models" / "fourbar.yaml"))
     assert "sg_fourbar_ta_lanes(" in files["fourbar.c"]            # closed chains: the TA dynamics on lanes,
     assert "sg_fourbar_rollout_block(" in files["fourbar.c"]       # which the rollout's blocks step on

@@ -843,7 +843,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     looped = per_kind.emit_lanes(per_kind_entries, hinges or {}, layout, _lane_kernel) \
         if per_kind_entries and not flexible else {}
     for k, lines in looped.items():
-        lanes[k] = _looped_lane_function(k, lines, L)
+        lanes[k] = _looped_lane_function(k, lines, L, rows=k == "mm" and per_kind.mm_rows())
     t0 = L.params["tau"]
     for k in ("fd", "id"):        # the batches of states that share p but for T / Udot (plan.CBatch.mid): where the
         f = lanes[k]              # lane function takes p in lanes, the offset and count of T / Udot among its entries
@@ -1358,16 +1358,17 @@ def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: 
     return out
 
 
-def _looped_lane_function(kind: str, lines: list, L) -> dict:
+def _looped_lane_function(kind: str, lines: list, L, rows: bool = False) -> dict:
     """The pieces of templates/helpers/lanes.c.jinja for a lane function of the looped schedule
     (:meth:`symgen.codegen.perkind.PerKindForm.emit_lanes`: ``lines`` its body): the whole of q (and u) into
-    vector arrays, the outputs from out_l; FD and ID take p already in lanes."""
+    vector arrays, the outputs from out_l (``rows``: the body writes the states' rows of out itself, M's
+    :meth:`~symgen.codegen.perkind.PerKindForm.mm_rows`); FD and ID take p already in lanes."""
     nq, nu, n_p = L.nq, L.nu, L.params.size
     ins = {"fd": [("q", nq, nq), ("u", nu, nu)], "id": [("q", nq, nq), ("u", nu, nu)],
            "mm": [("q", nq, nq)]}[kind]
     ins = [x for x in ins if x[1]]
     out_size = nu * nu if kind == "mm" else nu
-    return {"ins": ins, "head": [], "lines": lines, "loop_i": True, "out_l": bool(out_size), "guard": "",
+    return {"ins": ins, "head": [], "lines": lines, "loop_i": True, "out_l": bool(out_size) and not rows, "guard": "",
             "unused": [a for a in ("q", "u", "p", "out") if a not in {x[0] for x in ins}
                        and not (a == "p" and kind in ("fd", "id")) and not (a == "out" and out_size)],
             "out_size": out_size, "sincos": False, "p_lanes": (n_p, n_p) if kind in ("fd", "id") else None,

@@ -25,6 +25,7 @@ from ..ir.dual import DualTape, tangent
 from ..hinges.derive import NEEDS_U, NEEDS_U_DQ
 from ..ir import program as P
 from ..ir.tape import Tape
+from .lanes import lane_width
 from .printer import c_lines
 
 _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
@@ -32,6 +33,13 @@ _LANE_SIGNATURE = "(int k, const sg_vd *q, const sg_vd *u, const sg_vd *p, sg_vd
 _LANE_WALK_SIGNATURE = "(int k, sg_vd *ws, const sg_vd *x, sg_vd *y, sg_vd *rows)"
 _LANE_ROWS_SIGNATURE = "(int k, const sg_vd *q, const sg_vd *u, const sg_vd *p, sg_vd *ws, double *out, int *st)"
 _SIGNATURE = "(int k, const double *q, const double *u, const double *p, double *ws, double *out, double *mats)"
+
+
+#: the looped lane form of M writes the W states' rows of out directly (no vector array of M zeroed and turned into
+#: rows) when they are at most this long: Talos (W 8 x 38^2 doubles, 92 kB) 1.86 -> 1.50 µs a state (2,000
+#: states), 2.02 -> 1.54 (16); tiago_dual's 733 kB ran 12.2 -> 6.8 µs in the cache but 13.2 -> 15.8 for 2,000
+#: states (each entry written twice, zero then value, past the L2), so it keeps the vector array
+MM_ROWS_MAX_BYTES = 256 * 1024
 
 
 def _uses(ident: str, text: str) -> bool:
@@ -639,16 +647,23 @@ class PerKindForm:
             a = args if lanes else args[:-1] + (None,)
             progs["id"] = P.Program([ws, up(step(kin, a=a)), up(step(rb, a=a)), down(step(rt, a=a))])
         if "mm" in want:
+            # on lanes M goes straight into the states' rows of out (doubles) where they are short enough to stay
+            # in the cache (MM_ROWS_MAX_BYTES), instead of a vector array zeroed and turned into rows at the end
+            m_out, nn = ("out", nu * nu) if lanes and self.mm_rows() else (out, None)
             jt = table("joint", self._joint, "X_pb and H")
-            ct = table("crba_tip", self._crba_tip,
-                       "composite inertia tip to base, the body's diagonal block of M and F moved to the parent")
+            ct = (self._lane_table("crba_tip_rows", self._crba_tip, "composite inertia tip to base, the body's "
+                                   "diagonal block of M (into each state's row) and F moved to the parent", hinges,
+                                   memo, rows=nn) if nn else
+                  table("crba_tip", self._crba_tip,
+                        "composite inertia tip to base, the body's diagonal block of M and F moved to the parent"))
             walk = table("crba_walk", self._crba_walk, "one column F at an ancestor: rows H^T F, then phi F", walk=True)
             at = lambda b, i: P.add(P.Lookup(u0, b), i)                                                              # noqa: E731
+            m_args = mm_args[:4] + (m_out,) + mm_args[5:]
             progs["mm"] = P.Program([
                 ws, P.Locals(arrays=(("buf", 12), ("rows", L.max_nu)), pointers=("x", "y")),
-                P.Zero(out, 0, nu * nu),
+                P.Zero(m_out, 0, P.mul(P.Var("SG_W"), nn), doubles=True) if nn else P.Zero(out, 0, nu * nu),
                 up(P.Zero("ws", P.add(block(k), fixed["Ic"]), 10, "composite inertias")),
-                up(step(jt, a=mm_args)), down(step(ct, a=mm_args)),
+                up(step(jt, a=mm_args[:4] + (None,) + mm_args[5:] if lanes else mm_args)), down(step(ct, a=m_args)),
                 P.Comment("each column F of body k, walked up its ancestors j: M[j, k] = M[k, j]^T = H_j^T F"),
                 up(P.Loop("c", 0, P.Lookup(nuh, k), [
                     P.Point("x", "buf"), P.Point("y", "buf", 6),
@@ -656,10 +671,14 @@ class PerKindForm:
                     P.Ancestors("j", k, parent, [
                         P.Step(walk, kinds, j, ("ws", "x", "y", "rows")),
                         P.Loop("r", 0, P.Lookup(nuh, j), [
-                            P.Scatter(((out, P.add(P.mul(at(j, r), nu), at(k, c))),
-                                       (out, P.add(P.mul(at(k, c), nu), at(j, r)))), ("rows", r))]),
+                            P.Scatter(((m_out, P.add(P.mul(at(j, r), nu), at(k, c))),
+                                       (m_out, P.add(P.mul(at(k, c), nu), at(j, r)))), ("rows", r), rows=nn)]),
                         P.Swap("x", "y")])]))])
         return progs
+
+    def mm_rows(self) -> bool:
+        """Whether the looped lane form of M writes the SG_W states' rows of out directly (:data:`MM_ROWS_MAX_BYTES`)."""
+        return 8 * lane_width() * self.L.nu ** 2 <= MM_ROWS_MAX_BYTES
 
     # ---- the looped lane form: the same steps for SG_W states at once --------------------------------
     def _lane_kernels(self, T: Tape, kind: _Kind, b: soa.BodyInfo, hinges: dict, memo: dict) -> list:

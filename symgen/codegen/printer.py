@@ -212,12 +212,15 @@ def _stmt(s, lanes: bool, elem: str) -> list:
         return [f"{call};"]
     if isinstance(s, P.Zero):
         why = f"  /* {s.why} */" if s.why else ""
-        if lanes:                  # whole vectors (a store of each lane's double is 8 stores, and slower)
+        if lanes and not s.doubles:  # whole vectors (a store of each lane's double is 8 stores, and slower)
             return [f"for (i = 0; i < {index(s.n)}; ++i) {s.array}[{_plus(s.offset)}] = sg_vd_zero;{why}"]
         return [f"for (i = 0; i < {index(s.n)}; ++i) {s.array}[{_plus(s.offset)}] = 0.0;{why}"]
     if isinstance(s, P.Copy):
         return [f"for (i = 0; i < {index(s.n)}; ++i) {s.dst}[{_plus(s.dst_offset)}] = {s.src}[{_plus(s.src_offset)}];"]
     if isinstance(s, P.Scatter):
+        if lanes and s.rows is not None:            # into each lane's row of doubles
+            targets = " = ".join(f"{a}[(long)l * {index(s.rows)} + {index(i)}]" for a, i in s.targets)
+            return [f"for (l = 0; l < SG_W; ++l) {targets} = {s.source[0]}[{index(s.source[1])}][l];"]
         targets = " = ".join(f"{a}[{index(i)}]" for a, i in s.targets)
         return [f"{targets} = {s.source[0]}[{index(s.source[1])}];"]
     if isinstance(s, P.Point):

@@ -248,11 +248,13 @@ class Step:
 
 @dataclass
 class Zero:
-    """``array[offset + i] = 0`` for ``i < n``."""
+    """``array[offset + i] = 0`` for ``i < n``.  ``doubles``: the array holds doubles in the lane printing too (the
+    rows of the states' outputs, which a lane program writes directly: ``n`` counts them all)."""
     array: str
     offset: object
     n: object
     why: str | None = None
+    doubles: bool = False
 
 
 @dataclass
@@ -267,9 +269,12 @@ class Copy:
 
 @dataclass
 class Scatter:
-    """``targets[0] = targets[1] = ... = source`` where each is ``(array, index)``."""
+    """``targets[0] = targets[1] = ... = source`` where each is ``(array, index)``.  ``rows``: in the lane printing
+    the targets are the states' rows of doubles, this long (lane l's entry i at ``l * rows + i``), the source a
+    vector."""
     targets: tuple
     source: tuple
+    rows: object = None
 
 
 @dataclass
