@@ -519,7 +519,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     if fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["part"]:
         dyn["made_parts"].add(FRAME_LANES_PART)
     dyn["lanes"]["sincos"] = dyn["lanes"]["sincos"] or bool(fk["frame_poses_lanes"] and fk["frame_poses_lanes"]["sincos"])
-    closed = emit_loops(model, layout, slugs, index, name, ML, list(loops), hinges, dyn["lanes"].get("kernels"))
+    closed = emit_loops(model, layout, slugs, index, name, ML, list(loops), hinges)
     dyn["lanes"]["ta"] = closed.pop("ta_lanes")
     dyn["lanes"]["sincos"] = dyn["lanes"]["sincos"] or bool(dyn["lanes"]["ta"] and dyn["lanes"]["ta"]["sincos"])
     if fk["frame_poses"] is not None:

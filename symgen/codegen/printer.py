@@ -113,8 +113,9 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | Non
     stmts = list(prog.walk())
     if any(isinstance(s, (P.Zero, P.Copy)) for s in stmts):
         ints.append("i")
-    if not lanes and any(isinstance(s, (P.Step, P.Invoke)) and s.check and getattr(s, "on_status", None) is None
-                         for s in stmts):
+    # "s": a checked call's status (a batch's call that returns its own result, on_status, needs none)
+    if not lanes and any(s.check and (isinstance(s, P.Step) or s.on_status is None)
+                         for s in stmts if isinstance(s, (P.Step, P.Invoke))):
         ints.append("s")
     ints = [v for v in dict.fromkeys(ints) if v not in declared]
     for s in prog.body:
@@ -246,4 +247,3 @@ def c_state_arg(name: str, stride: int, i: str = "i") -> str:
 def c_args(args) -> str:
     """An argument list; None: a null pointer."""
     return ", ".join("0" if a is None else a for a in args)
-
