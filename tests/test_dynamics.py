@@ -295,16 +295,27 @@ def test_preallocated_outputs_and_fast_path(tree):
         tree.gravity = g0
 
 
-def test_non_positive_definite_d_names_the_body(tmp_path):
+@pytest.mark.parametrize("looped", [False, True])
+def test_non_positive_definite_d_names_the_body(tmp_path, monkeypatch, looped):
+    """A massless body on a continuous joint, hanging from a fixed-joint link (l3, fused into l1 by
+    soa.fuse_static): its D = 0 is named by the model's body, unrolled (a constant D, refused at build time) and
+    looped (the per-kind steps over the fused tree, at run time: one state and a lane batch)."""
     urdf = random_urdf(5, 4).replace("</robot>", """  <link name="ghost"/>
   <joint name="jghost" type="continuous"><parent link="l3"/><child link="ghost"/><axis xyz="0 0 1"/></joint>
 </robot>""")
     p = tmp_path / "ghost.urdf"
     p.write_text(urdf)
+    if looped:
+        from symgen.codegen import schedule
+
+        monkeypatch.setattr(schedule, "STRAIGHT_LINE_LIMIT", 0)   # the refusal's two lines are over it
     mb = symgen.build(p)
+    assert mb.forms["forward_dynamics"] == ("per_kind" if looped else "straight")
     assert mb.singular_hinges == ("jghost",)      # named at build time too
-    with pytest.raises(np.linalg.LinAlgError, match="body 'ghost' \\(hinge 'jghost'\\) is not positive definite"):
-        mb.forward_dynamics(mb.neutral_q(), np.zeros(mb.nu), np.zeros(mb.nu))
+    n = 2 * mb.lane_width + 1 if looped else 1
+    for q in (mb.neutral_q(), np.tile(mb.neutral_q(), (n, 1))):
+        with pytest.raises(np.linalg.LinAlgError, match="body 'ghost' \\(hinge 'jghost'\\) is not positive definite"):
+            mb.forward_dynamics(q, np.zeros(q.shape), np.zeros(q.shape))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -572,6 +583,8 @@ _STATIC_URDF = """<robot name="fused">
     <inertia ixx="0.002" ixy="0" ixz="0.0003" iyy="0.003" iyz="0" izz="0.001"/></inertial></link>
   <link name="link2"><inertial><origin xyz="0.1 0 0.1"/><mass value="1.0"/>
     <inertia ixx="0.02" ixy="0" ixz="0.001" iyy="0.03" iyz="0" izz="0.02"/></inertial></link>
+  <link name="ft"><inertial><origin xyz="0.01 -0.02 0.03" rpy="0.2 0.1 0"/><mass value="0.6"/>
+    <inertia ixx="0.006" ixy="0.0004" ixz="0" iyy="0.004" iyz="0.0001" izz="0.005"/></inertial></link>
   <link name="tool"><inertial><origin xyz="0 0.03 0.01"/><mass value="0.5"/>
     <inertia ixx="0.003" ixy="0" ixz="0" iyy="0.002" iyz="0.0002" izz="0.004"/></inertial></link>
   <joint name="imu_joint" type="fixed"><parent link="base"/><child link="imu"/>
@@ -582,7 +595,9 @@ _STATIC_URDF = """<robot name="fused">
     <origin xyz="0.05 0.1 0.25" rpy="0.3 0.1 -0.2"/></joint>
   <joint name="sensor_tip_joint" type="fixed"><parent link="sensor"/><child link="sensor_tip"/>
     <origin xyz="0 0.02 0.07" rpy="-0.4 0 0.3"/></joint>
-  <joint name="j2" type="revolute"><parent link="link1"/><child link="link2"/><origin xyz="0 0 0.4" rpy="0.1 0 0"/>
+  <joint name="ft_joint" type="fixed"><parent link="link1"/><child link="ft"/>
+    <origin xyz="0.03 0 0.3" rpy="0 0.3 0.2"/></joint>
+  <joint name="j2" type="revolute"><parent link="ft"/><child link="link2"/><origin xyz="0 0.02 0.1" rpy="0.1 0 0.4"/>
     <axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
   <joint name="tool_joint" type="fixed"><parent link="link2"/><child link="tool"/>
     <origin xyz="0.2 0 0.1" rpy="0 0 0.7"/></joint>
@@ -599,8 +614,10 @@ def fused_robot(tmp_path_factory):
 
 def test_static_subtrees_are_fused_out_of_the_dynamics(fused_robot):
     """The tree FD, ID and M run over has the static bodies (fixed joints: a leaf on the base, a chain of two on
-    link1, a tool on link2) fused into their moving ancestors: three bodies of seven, each host's rigid inertia
-    the sum of its own and the moved static ones' (the total mass kept)."""
+    link1, a force-torque link between link1 and link2, a tool on link2) fused into their moving ancestors: three
+    bodies of eight, each host's rigid inertia the sum of its own and the moved static ones' (the total mass kept),
+    link2 hanging from link1 with its onode moved by the force-torque link's pose (its pose in link1 at q = 0 is
+    the kinematics', which the fusing does not touch)."""
     from symgen.algorithms import soa
     from symgen.codegen.emit import body_infos
     from symgen.model import load_model
@@ -615,7 +632,14 @@ def test_static_subtrees_are_fused_out_of_the_dynamics(fused_robot):
     index = {b.name: b.k for b in bodies}
     assert [b.parent for b in fused] == [-1, 0, 1] and [b.tag for b in fused] == [str(index[b.name]) for b in fused]
     names = {j: sorted(bodies[k].name for k, _, _ in a) for j, a in adds.items()}
-    assert names == {0: ["imu"], 1: ["sensor", "sensor_tip"], 2: ["tool"]}
+    assert names == {0: ["imu"], 1: ["ft", "sensor", "sensor_tip"], 2: ["tool"]}
+    q0 = mb.neutral_q()
+    X1, X2 = mb.frame_pose(q0, "link1"), mb.frame_pose(q0, "link2")
+    link2 = fused[2]
+    X12 = np.eye(4)
+    X12[:3, :3], X12[:3, 3] = np.reshape(link2.on_R, (3, 3)) @ np.reshape(link2.pinv_R, (3, 3)), \
+        np.reshape(link2.on_R, (3, 3)) @ link2.pinv_l + link2.on_l
+    assert_close(X12, np.linalg.inv(X1) @ X2, 1e-12, "link2's moved onode: its pose in link1 at q = 0")
     assert abs(sum(b.M[3][3] for b in fused) - sum(b.M[3][3] for b in bodies)) < 1e-14
     files, manifest = cached_model_sources(model)
     fd = files["fused.c"].split("int sg_fused_forward_dynamics(")[1].split("\n}\n")[0]
@@ -654,3 +678,60 @@ def test_fused_dynamics_match_pinocchio_and_external_forces_on_static_bodies(fus
         for verb, args in (("forward_dynamics", (q, u, T)), ("inverse_dynamics", (q, u, udot))):
             assert_close(getattr(mb, verb)(*args, f_ext=f), getattr(per_kind, verb)(*args, f_ext=f), 1e-12, verb)
         assert_close(mb.mass_matrix(q), per_kind.mass_matrix(q), 1e-12, "M")
+
+
+def test_the_looped_schedule_runs_over_the_fused_tree(fused_robot, monkeypatch):
+    """With the cost model's limits lowered (every entry point looped, as a big robot's are), FD, ID and M run
+    their per-kind steps over the fused tree (tables of their own, sg_fused_dyn_..., three bodies), gathering each
+    body's f_ext and its static bodies' moved into it: they agree with Pinocchio (1e-9), with an external wrench
+    on every body against the kinematics' Jacobians (1e-10, as above), with the per-kind form over every body
+    (1e-12), and each lane of a batch of 2W + 3 states equals the one-state call bit for bit.  atbi_matrices
+    keeps every body's matrices (the tree without fusing: the per-kind form's)."""
+    pin = pytest.importorskip("pinocchio")
+    from pin_maps import compare_with_pinocchio
+    from symgen.codegen import schedule
+    from symgen.codegen.lanes import lane_width
+    from symgen.model import load_model
+    from symgen.pipeline.sources import cached_model_sources
+
+    path, _ = fused_robot
+    per_kind = symgen.build(str(path), floating_base=True, form="per_kind")
+    monkeypatch.setattr(schedule, "STRAIGHT_LINE_LIMIT", 10)
+    monkeypatch.setattr(schedule, "CRBA_UNROLL_LIMIT", 0)
+    mb = symgen.build(str(path), floating_base=True)
+    assert set(mb.forms.values()) == {"per_kind"}
+    text = cached_model_sources(load_model(str(path), floating_base=True))[0]["fused.c"]
+    assert "static const int sg_fused_dyn_parent[3] = { -1, 0, 1 };" in text
+    assert "sg_fused_dyn_velocities[sg_fused_dyn_kind[k]]" in text
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    pm.gravity.linear[:] = mb.gravity
+    err = compare_with_pinocchio(mb, pm, True, np.random.default_rng(6), n_states=4, frames=False)
+    assert max(err.values()) < 1e-9, err
+    rng = np.random.default_rng(22)
+    for _ in range(3):
+        q = mb.sanitize(rng.uniform(-2, 2, mb.nq))
+        u, udot, T = rng.normal(size=mb.nu), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+        f = rng.normal(size=(mb.nb, 6))
+        gen = sum(mb.jacobian(q, name).T @ f[k] for k, name in enumerate(mb.body_names))
+        assert_close(mb.inverse_dynamics(q, u, udot, f_ext=f), mb.inverse_dynamics(q, u, udot) - gen, 1e-10,
+                     "ID with f_ext on every body")
+        C = mb.inverse_dynamics(q, u, np.zeros(mb.nu), f_ext=f)
+        assert_close(mb.forward_dynamics(q, u, T, f_ext=f), np.linalg.solve(mb.mass_matrix(q), T - C), 1e-10,
+                     "FD with f_ext on every body")
+        for verb, args in (("forward_dynamics", (q, u, T)), ("inverse_dynamics", (q, u, udot))):
+            assert_close(getattr(mb, verb)(*args, f_ext=f), getattr(per_kind, verb)(*args, f_ext=f), 1e-12, verb)
+        assert_close(mb.mass_matrix(q), per_kind.mass_matrix(q), 1e-12, "M")
+        for name in mb.body_names:          # the static bodies' too
+            for field, m in mb.atbi_matrices(q, name).items():
+                assert_close(m, per_kind.atbi_matrices(q, name)[field], 1e-12, f"{name}: {field}")
+            fv, ref = mb.atbi_filter_vectors(q, u, T, name, f_ext=f), per_kind.atbi_filter_vectors(q, u, T, name, f_ext=f)
+            for field in fv:
+                assert_close(fv[field], ref[field], 1e-12, f"{name}: {field}")
+    n = 2 * lane_width() + 3
+    Q = mb.sanitize(rng.uniform(-2, 2, (n, mb.nq)))
+    U, X, F = rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nb, 6))
+    fd, id_, M = mb.forward_dynamics(Q, U, X, f_ext=F), mb.inverse_dynamics(Q, U, X, f_ext=F), mb.mass_matrix(Q)
+    for i in range(n):
+        assert np.array_equal(fd[i], mb.forward_dynamics(Q[i], U[i], X[i], f_ext=F[i])), i
+        assert np.array_equal(id_[i], mb.inverse_dynamics(Q[i], U[i], X[i], f_ext=F[i])), i
+        assert np.array_equal(M[i], mb.mass_matrix(Q[i])), i

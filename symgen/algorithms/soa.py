@@ -784,26 +784,20 @@ def _static(b: BodyInfo) -> bool:
 
 
 def fuse_static(bodies):
-    """The tree that forward dynamics, inverse dynamics and the mass matrix run over: every subtree of static
-    bodies (:func:`_static`: a locked hinge, as a URDF fixed joint reads; a sensor frame, a sole, a gripper's
-    fixed parts) fused into the nearest ancestor that moves, as Pinocchio merges fixed joints and MuJoCo's
-    ``fusestatic`` does.  The host's rigid inertia gains each one's, moved into it (:func:`rigid_phi`: constants,
-    folded at build time);
-    the gyroscopic and Coriolis terms, the composites and the external forces are the same equations over
-    fewer bodies (the spatial cross products are frame-invariant, and a static body's velocity and acceleration
-    are its host's, moved).  Returns ``(fused, adds)``: the host bodies renumbered parent before child (``k``,
-    ``parent``), each keeping its name, ``tag`` and ``status`` (the C names and error codes of the full tree),
-    and per fused index the ``(k, R, l)`` of every static body it took, with its pose in the host, whose f_ext
-    it adds (:class:`FusedIO`).  Bodies whose subtree moves stay (their children's joints are not constant)."""
+    """The tree that forward dynamics, inverse dynamics and the mass matrix run over: every static body
+    (:func:`_static`: a locked hinge, as a URDF fixed joint reads; a sensor frame, a sole, a gripper's fixed parts, a
+    wrist's force-torque link between two moving links) fused into the nearest ancestor that moves, as Pinocchio
+    merges fixed joints and MuJoCo's ``fusestatic`` does.  The host's rigid inertia gains each one's, moved into it
+    (:func:`rigid_phi`: constants, folded at build time); a static body's children hang from the host, their onode
+    moved by the static body's pose in it (X_host,child = X_host,static onode X(Q) pnode^-1).  The gyroscopic and
+    Coriolis terms, the composites and the external forces are the same equations over fewer bodies (the spatial
+    cross products are frame-invariant, and a static body's velocity and acceleration are its host's, moved).
+    Returns ``(fused, adds)``: the host bodies renumbered parent before child (``k``, ``parent``), each keeping its
+    name, ``tag`` and ``status`` (the C names and error codes of the full tree), and per fused index the
+    ``(k, R, l)`` of every static body it took, with its pose in the host, whose f_ext it adds (:class:`FusedIO`)."""
     import dataclasses
 
-    moving = [False] * len(bodies)             # the body or a descendant moves (or is not static)
-    for b in reversed(bodies):
-        if not _static(b):
-            moving[b.k] = True
-        if moving[b.k] and not b.root:
-            moving[b.parent] = True
-    if all(moving):
+    if not any(_static(b) for b in bodies):
         return list(bodies), {}
     from ..ir.tape import Tape
 
@@ -811,7 +805,7 @@ def fuse_static(bodies):
     host, pose = {}, {}                          # a fused body's host (original index), its pose there
     index, fused, adds = {}, [], {}
     for b in bodies:
-        if not moving[b.k]:
+        if _static(b):
             R, l, _, _ = joint(T0, b)
             h = host.get(b.parent, b.parent)
             if b.parent in host:
@@ -827,9 +821,14 @@ def fuse_static(bodies):
             fused[j] = dataclasses.replace(fused[j], M=M)
             adds.setdefault(j, []).append((b.k, R, l))
             continue
+        moved = {}
+        if not b.root and b.parent in host:            # the child of a static body: its onode moved into the host
+            on_R, on_l = compose(T0, *pose[b.parent], b.on_R, b.on_l)
+            assert all(isinstance(x, float) for x in [*on_R, *on_l]), "a moved onode that is not constant"
+            moved = {"on_R": on_R, "on_l": on_l}
         index[b.k] = len(fused)
-        fused.append(dataclasses.replace(b, k=len(fused), parent=-1 if b.root else index[b.parent],
-                                         tag=b.tag, status=b.status))
+        parent = -1 if b.root else index[host.get(b.parent, b.parent)]
+        fused.append(dataclasses.replace(b, k=len(fused), parent=parent, tag=b.tag, status=b.status, **moved))
     return fused, adds
 
 

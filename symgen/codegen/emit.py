@@ -835,23 +835,34 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     lane_kernels = {}            # the hinge kernels on lane vectors, printed once for every lane function
     lanes = emit_lanes(bodies, layout, slugs, L, traced["tapes"], hinges=hinges, kernels=lane_kernels,
                        dyn_bodies=traced["dyn_bodies"], name=name)
-    per_kind = PerKindForm(bodies, L, name, hinges)
-    drivers = per_kind.emit(tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
-                            + (() if flexible else ("mats", "upsilon")))
-    # the looped lane form of the entry points that take the per-kind form (their steps for SG_W states at once)
     per_kind_entries = tuple(k for k in ("fd", "id", "mm") if traced[k] is None)
-    looped = per_kind.emit_lanes(per_kind_entries, hinges or {}, layout, _lane_kernel) \
+    per_kind = PerKindForm(bodies, L, name, hinges)     # atbi_matrices and upsilon: every body's matrices
+    # the entry points that take the looped schedule run over the fused tree (as the unrolled ones do:
+    # soa.fuse_static), with tables and steps of their own (sg_<m>_dyn_...), where fusing removes bodies
+    looped_form = per_kind
+    if per_kind_entries and len(traced["dyn_bodies"]) < len(bodies):
+        from .perkind import fused_tree
+
+        L_dyn, fused = fused_tree(bodies, traced["dyn_bodies"], traced["dyn_adds"], L)
+        looped_form = PerKindForm(traced["dyn_bodies"], L_dyn, f"{name}_dyn", hinges, fused=fused)
+    mats_upsilon = () if flexible else ("mats", "upsilon")
+    if looped_form is per_kind:
+        drivers = per_kind.emit(per_kind_entries + mats_upsilon)
+    else:
+        drivers = {**per_kind.emit(mats_upsilon), **looped_form.emit(per_kind_entries)}
+    # the looped lane form of the entry points that take the per-kind form (their steps for SG_W states at once)
+    looped = looped_form.emit_lanes(per_kind_entries, hinges or {}, layout, _lane_kernel) \
         if per_kind_entries and not flexible else {}
     for k, lines in looped.items():
-        lanes[k] = _looped_lane_function(k, lines, L, rows=k == "mm" and per_kind.mm_rows())
+        lanes[k] = _looped_lane_function(k, lines, L, rows=k == "mm" and looped_form.mm_rows())
     t0 = L.params["tau"]
     for k in ("fd", "id"):        # the batches of states that share p but for T / Udot (plan.CBatch.mid): where the
         f = lanes[k]              # lane function takes p in lanes, the offset and count of T / Udot among its entries
         if f:
             f["mid"] = (t0, max(0, min(L.nu, f["p_lanes"][0] - t0))) if f["p_lanes"] else None
     if looped:
-        lanes["looped"] = {"part": LOOPED_LANES_PART, "functions": per_kind.lane_functions}
-        lanes["sincos"] = lanes["sincos"] or any("sg_sincos_split_lanes(" in x for x in per_kind.lane_functions)
+        lanes["looped"] = {"part": LOOPED_LANES_PART, "functions": looped_form.lane_functions}
+        lanes["sincos"] = lanes["sincos"] or any("sg_sincos_split_lanes(" in x for x in looped_form.lane_functions)
     fd = traced["fd"] or [f"return sg_{name}_fd_per_kind(q, u, p, out, 0);"]
     mats = drivers.get("mats")
     if flexible:               # the per-kind steps know no modes: these two refuse (status -1) rather than mislead
@@ -886,7 +897,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     # the per-kind form (its steps, atbi_matrices, upsilon, and the entry points that take it) is a translation
     # unit of its own, compiled beside part 0 (which keeps a copy of the topology tables it reads): a per-kind
     # model's part 0 was its whole file but the lanes (tiago_dual: 21 s of -O3 on one core, the other idle)
-    mats_part = MATS_PART if per_kind.functions else 0
+    mats_part = MATS_PART if per_kind.functions or looped_form.functions else 0
     if mats_part:
         for k in ("fd", "id", "mm"):
             if not traced[k]:
@@ -928,8 +939,11 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     form_reasons = dict(zip(forms, (traced["why"][k] for k in ("fd", "id", "mm"))))
     return {"parts": parts, "made_parts": made_parts, "part_opt": part_opt, "forms": forms,
             "form_reasons": form_reasons, "lanes": lanes, "derivs": derivs,
-            "derivs_asked": bool(derivatives), "per_kind_functions": per_kind.functions + per_kind.tables,
-            "per_kind_tables": per_kind.c_tables(), "fd_per_kind": drivers.get("fd"),
+            "derivs_asked": bool(derivatives),
+            "per_kind_functions": per_kind.functions + per_kind.tables + (
+                looped_form.functions + looped_form.tables if looped_form is not per_kind else []),
+            "per_kind_tables": per_kind.c_tables() + (looped_form.c_tables() if looped_form is not per_kind else []),
+            "fd_per_kind": drivers.get("fd"),
             "fd_lines": fd, "id_lines": id_, "mm_lines": mm, "atbi_matrices_lines": mats,
             "fd_before": before["fd"], "id_before": before["id"],
             "cm_lines": traced["cm"], "cd_lines": traced["cd"],
@@ -1161,7 +1175,7 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True, centroidal
                    "cd": trace("cd", soa.centroidal_dynamics, dyn, dyn_io)} if centroidal else {"cm": None, "cd": None})
     if not straight:
         why = {k: "form='per_kind'" for k in ("fd", "id", "mm")}
-        return {**none, **centroidal, "tapes": {**tapes, **none}, "why": why, "dyn_bodies": bodies}
+        return {**none, **centroidal, "tapes": {**tapes, **none}, "why": why, "dyn_bodies": bodies, "dyn_adds": {}}
     fd = trace("fd", soa.atbi, dyn, dyn_io)
     plan = schedule.choose(dyn, len(fd), pinned=pinned)
     if plan["fd"] != schedule.UNROLLED:
@@ -1169,7 +1183,7 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True, centroidal
     unrolled = {k: plan[k] == schedule.UNROLLED for k in ("fd", "id", "mm")}
     return {"fd": fd if unrolled["fd"] else None, "id": trace("id", soa.rnea, dyn, dyn_io) if unrolled["id"] else None,
             "mm": trace("mm", soa.crba, dyn, dyn_io) if unrolled["mm"] else None, **centroidal, "tapes": tapes,
-            "why": plan["why"], "dyn_bodies": dyn}
+            "why": plan["why"], "dyn_bodies": dyn, "dyn_adds": adds}
 
 
 def traced_programs(model, layout: dict, slugs: dict, name: str | None = None) -> dict:
@@ -1285,7 +1299,7 @@ def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
         if tapes is not None:
             tapes.append(None)
         return ["(void)q; (void)u; (void)p; (void)out;",
-                f"return {e.k + 1};  /* D of '{b.name}' is constant and not positive definite */"]
+                f"return {b.status};  /* D of '{b.name}' is constant and not positive definite */"]
     if tapes is not None:
         tapes.append(T)
     body = T.lines()

@@ -184,6 +184,28 @@ def fold_pin_axes(bodies: list, hinges: dict) -> list:
     return out
 
 
+def fused_tree(bodies: list, fused: list, adds: dict, layout: ModelLayout) -> tuple:
+    """``(layout, fused)`` for a :class:`PerKindForm` over the fused tree ``fused`` of
+    :func:`symgen.algorithms.soa.fuse_static` (``adds`` its static bodies per host): the fused tree's layout (the
+    model's Q, U and p: a static body has none of them) and the ``fused`` argument that says where each body's
+    external force comes from."""
+    import numpy as np
+
+    from ..numeric import np_skew
+
+    L = ModelLayout([(layout.nqh[int(b.tag)], layout.nuh[int(b.tag)]) for b in fused])
+    assert (L.q0, L.u0) == ([layout.q0[int(b.tag)] for b in fused], [layout.u0[int(b.tag)] for b in fused]), \
+        "a static body with coordinates"
+    L.params = layout.params                   # p is the model's: f_ext of every body, the static ones included
+    statics = []
+    for j in sorted(adds):
+        for k, R, l in adds[j]:
+            R = np.reshape(np.asarray(R, float), (3, 3))
+            phi = np.block([[R, np_skew(np.asarray(l, float)) @ R], [np.zeros((3, 3)), R]])   # soa.phi
+            statics.append((j, k, [float(x) for x in phi.ravel()]))
+    return L, {"orig": [int(b.tag) for b in fused], "statics": statics}
+
+
 class _Kind:
     """One body kind: a representative body and the constant entries of what its steps store."""
 
@@ -199,9 +221,15 @@ class _Kind:
 class PerKindForm:
     """C of the per-kind form for one model: the step functions, their tables and the FD / ID / M drivers."""
 
-    def __init__(self, bodies: list, layout: ModelLayout, name: str, hinges: dict | None = None):
+    def __init__(self, bodies: list, layout: ModelLayout, name: str, hinges: dict | None = None,
+                 fused: dict | None = None):
         # hinges ({body: Hinge}): PINs about different axes folded onto one (fold_pin_axes); their steps then read
-        # their onode and pnode from sg_<m>_step_const (body_const keeps the model's, which the kinematics read)
+        # their onode and pnode from sg_<m>_step_const (body_const keeps the model's, which the kinematics read).
+        # fused: the bodies are the fused tree (symgen.algorithms.soa.fuse_static, fused_tree), and this says where
+        # each body's external force comes from: {"orig": each body's index in the model, "statics": (host, index
+        # in the model, phi(R, l) of its pose in the host, 36 row-major) per static body fused}; FD and ID then
+        # gather each body's f_ext, its static bodies' moved into it, in the workspace's last 6 nb entries
+        self.fused = fused
         self.model_bodies = list(bodies)
         bodies = fold_pin_axes(bodies, hinges) if hinges else list(bodies)
         self.const_table = "step_const" if any(b.kernels_of for b in bodies) else "body_const"
@@ -221,6 +249,7 @@ class PerKindForm:
         self._sizes = {}
         self._record = None     # the workspace layout: the model's, or a compact one per body (_rec)
         self._ws_table = None   # then the name of the table of each body's block (sg_<m>_<table>[k])
+        self._driver_lines = []  # the drivers' C (emit, emit_lanes): which tables they read
 
     # ---- reading and writing the workspace and the arguments ----------------------------------------
     def _block(self, body: str) -> str:
@@ -235,6 +264,31 @@ class PerKindForm:
         for b in self.bodies:
             offsets.append(offsets[-1] + record(b.nu).size)
         return offsets
+
+    def _fx(self) -> int:
+        """Where the fused tree's gathered external forces start in the workspace (:attr:`fused`): after the
+        bodies' blocks."""
+        return (len(self.bodies) * self.L.workspace.size if self._record is None
+                else self._offsets(self._record)[-1])
+
+    def _gather_f_ext(self, p: str) -> list:
+        """The statements that fill the fused tree's external forces (:attr:`fused`): each body's own, from ``p``,
+        then each static body's, moved into its host (phi(R, l) f, the sums in the same order on every lane)."""
+        nm, f0, FX = self.name, self.L.params["f_ext"], self._fx()
+        k, j, r, c = (P.Var(v) for v in "kjrc")
+        st = self.fused["statics"]
+        body = [P.Loop("k", 0, len(self.bodies), [
+            P.Copy("ws", P.add(FX, P.mul(6, k)), p, P.add(f0, P.mul(6, P.Lookup(f"sg_{nm}_orig", k))), 6)])]
+        if st:
+            moved = P.Set(P.Elem("ws", P.add(FX, P.mul(6, P.Lookup(f"sg_{nm}_static_host", j)), r)),
+                          P.Bin("*", P.Elem(f"sg_{nm}_static_phi", P.add(P.mul(36, j), P.mul(6, r), c)),
+                                P.Elem(p, P.add(f0, P.mul(6, P.Lookup(f"sg_{nm}_static_body", j)), c))), "+=")
+            body.append(P.Loop("j", 0, len(st), [P.Loop("r", 0, 6, [P.Loop("c", 0, 6, [moved])])]))
+        return [P.Locals(tables=((f"sg_{nm}_static_host", [h for h, _, _ in st]),
+                                 (f"sg_{nm}_static_body", [b for _, b, _ in st])),
+                         dtables=((f"sg_{nm}_static_phi", [x for _, _, ph in st for x in ph]),)),
+                P.Comment("f_ext of each body of the fused tree: its own and its static bodies', moved into it"),
+                *body]
 
     def _rec(self, kind):
         """The layout of a body's workspace block: the model's (every block the same size) or, for the lane form
@@ -258,7 +312,8 @@ class PerKindForm:
             M=soa.rigid_inertia(c("m", 0), [c("h", i) for i in range(3)], J),
             X_const=rep.X_const, H_const=rep.H_const, Hd_const=rep.Hd_const, X_alias=rep.X_alias,
             H_alias=rep.H_alias, Hd_alias=rep.Hd_alias,
-            armature=[c("arm", i) for i in range(rep.nu)] if kind.armature else None, tag="", status="k + 1")
+            armature=[c("arm", i) for i in range(rep.nu)] if kind.armature else None, tag="",
+            status=f"sg_{self.name}_orig[k] + 1" if self.fused else "k + 1")   # the model's body index, + 1
 
     def _store(self, T, kind, field, values, slot="w", all_entries=False):
         """Store values in the workspace field; constants only when another body reads them."""
@@ -521,7 +576,8 @@ class PerKindForm:
                 ("w", f"double *w = ws + {self._block('k')};"),
                 ("wp", f"double *wp = ws + {self._block(f'sg_{nm}_parent[k]')};"),
                 ("Th", f"const double *Th = p + {L.params['tau']} + sg_{nm}_u0[k];"),
-                ("fe", f"const double *fe = p + {L.params['f_ext']} + 6 * k;"),
+                ("fe", f"const double *fe = ws + {self._fx()} + 6 * k;" if self.fused else
+                 f"const double *fe = p + {L.params['f_ext']} + 6 * k;"),
                 ("outh", f"{vec} *outh = out + sg_{nm}_u0[k];"),
                 ("mk", f"double *mk = mats ? mats + {L.mats.size} * k : 0;"),
                 ("yk", "double *yk = out + 36 * k;"),
@@ -563,7 +619,9 @@ class PerKindForm:
         kinematics and tip-to-base half alone; with ``fd`` wanted too, FD's driver fills them instead), and
         ``upsilon`` (int f(q, u, p, out): Upsilon of every body frame, 36 each, after that half): the programs of
         :meth:`programs` printed for one state."""
-        return {k: c_lines(prog) for k, prog in self.programs(want).items()}
+        out = {k: c_lines(prog) for k, prog in self.programs(want).items()}
+        self._driver_lines += [ln for lines in out.values() for ln in lines]
+        return out
 
     def programs(self, want, lanes: bool = False, hinges=None, memo=None) -> dict:
         """``{entry: Program}``: the looped schedule of each entry point in ``want`` (of "fd", "id", "mm", "mats",
@@ -591,10 +649,13 @@ class PerKindForm:
             ws_size = nb * L.workspace.size
             args, mm_args = ("q", "u", "p", "ws", "out", "mats"), ("q", "u", "p", "ws", "out", None)
             out = "out"
-            fd_tip = partial(self._atbi_tip, mats=True)
+            fd_tip = partial(self._atbi_tip, mats=not self.fused)   # the fused tree's FD fills no atbi_matrices
         k, j, c, r = (P.Var(v) for v in "kjcr")
         P0 = fixed["P"]
         assert fixed["z"] == P0 + 21
+        gather = []
+        if self.fused:                  # the fused tree's external forces after the bodies' blocks (_gather_f_ext)
+            gather, ws_size = self._gather_f_ext("p_l" if lanes else "p"), ws_size + 6 * nb
         ws = P.Locals(arrays=(("ws", ws_size),), comment=f"the workspace, {ws_size} {'vectors' if lanes else 'doubles'}")
 
         def up(*body):
@@ -639,13 +700,13 @@ class PerKindForm:
                 progs["mats"] = P.Program([*sweep, *post, P.Return(0)])
             if "fd" in want:
                 base = table("atbi_base", self._atbi_base, "ATBI base to tip: alpha+, Udot, alpha")
-                progs["fd"] = P.Program([ws, *half, up(step(base)), P.Return(0)])
+                progs["fd"] = P.Program([ws, *gather, *half, up(step(base)), P.Return(0)])
         if "id" in want:
             kin = table("velocities", self._kinematics, kin_doc)
             rb = table("rnea_base", self._rnea_base, "Newton-Euler base to tip: alpha, f = M alpha + b - f_ext")
             rt = table("rnea_tip", self._rnea_tip, "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f into the parent")
             a = args if lanes else args[:-1] + (None,)
-            progs["id"] = P.Program([ws, up(step(kin, a=a)), up(step(rb, a=a)), down(step(rt, a=a))])
+            progs["id"] = P.Program([ws, *gather, up(step(kin, a=a)), up(step(rb, a=a)), down(step(rt, a=a))])
         if "mm" in want:
             # on lanes M goes straight into the states' rows of out (doubles) where they are short enough to stay
             # in the cache (MM_ROWS_MAX_BYTES), instead of a vector array zeroed and turned into rows at the end
@@ -759,7 +820,8 @@ class PerKindForm:
                 ("w", f"sg_vd *w = ws + sg_{nm}_{self._ws_table}[k];"),
                 ("wp", f"sg_vd *wp = ws + sg_{nm}_{self._ws_table}[sg_{nm}_parent[k]];"),
                 ("Th", f"const sg_vd *Th = p + {P['tau']} + sg_{nm}_u0[k];"),
-                ("fe", f"const sg_vd *fe = p + {P['f_ext']} + 6 * k;"),
+                ("fe", f"const sg_vd *fe = ws + {self._fx()} + 6 * k;" if self.fused else
+                 f"const sg_vd *fe = p + {P['f_ext']} + 6 * k;"),
                 ("outh", f"sg_vd *outh = out + sg_{nm}_u0[k];")]
         params = ("k", "ws", "x", "y", "rows") if walk else ("k", "q", "u", "p", "ws", "out", "st")
         pro, voids = _prologue(defs, text, params)
@@ -805,6 +867,7 @@ class PerKindForm:
         try:
             out = {key: c_lines(prog, lanes=True, declared=("i", "l"))
                    for key, prog in self.programs(want, lanes=True, hinges=hinges, memo=memo).items()}
+            self._driver_lines += [ln for lines in out.values() for ln in lines]
             if "mm" in want:
                 self.lane_functions[1:1] = [
                     f"static const int sg_{nm}_lane_F[{nb}] = {{ {', '.join(str(lane_workspace(b.nu)['F']) for b in self.bodies)} }};"]
@@ -813,7 +876,24 @@ class PerKindForm:
         return out
 
     def c_tables(self) -> list:
-        """The topology and constants tables the step functions read."""
+        """The topology and constants tables the step functions read (the fused tree's, :attr:`fused`: those its
+        steps and drivers read; the model's are every one, which the kinematics read too)."""
+        lines = self._c_tables()
+        if not self.fused:
+            return lines
+        code = "\n".join(self.functions + self.tables + getattr(self, "lane_functions", []) + self._driver_lines)
+        out, i = [], 0
+        while i < len(lines):
+            m = re.match(r"static const \w+ (sg_\w+)\[", lines[i])
+            end = (lines.index("};", i) if lines[i].endswith("{") else i) if m else i
+            if not m or f"{m.group(1)}[" in code:
+                out += lines[i:end + 1]
+            elif out and out[-1].startswith("/*") and lines[i].endswith("{"):
+                out.pop()                           # its comment
+            i = end + 1
+        return out
+
+    def _c_tables(self) -> list:
         nm, L = self.name, self.L
         ints = lambda xs: ", ".join(str(int(x)) for x in xs)  # noqa: E731
         rows = [f"    {{{', '.join(repr(x) for x in body_constants(b, L))}}},  /* '{b.name}' */" for b in self.model_bodies]
@@ -827,6 +907,8 @@ class PerKindForm:
                  *([f"static const int sg_{nm}_q0[{len(self.bodies)}] = {{ {ints(L.q0)} }};"]
                    if any(f"sg_{nm}_q0[" in ln for ln in self.functions + getattr(self, "lane_functions", []))
                    else []),
+                 *([f"static const int sg_{nm}_orig[{len(self.bodies)}] = {{ {ints(self.fused['orig'])} }};  "
+                    "/* the body's index in the model */"] if self.fused else []),
                  f"static const int sg_{nm}_u0[{len(self.bodies)}] = {{ {ints(L.u0)} }};",
                  f"static const int sg_{nm}_nuh[{len(self.bodies)}] = {{ {ints(L.nuh)} }};",
                  f"/* per body: m, h = m c (3), J about the origin (xx xy xz yy yz zz), onode R l, pnode^-1 R l, "

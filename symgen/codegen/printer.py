@@ -131,6 +131,9 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | Non
                 out.append(f"int {', '.join(f'{name}[{max(int(n), 1)}]' for name, n in s.ints)};")
             for name, values in s.tables:
                 out.append(f"static const int {name}[{max(len(values), 1)}] = {{{', '.join(map(str, values)) or '0'}}};")
+            for name, values in s.dtables:
+                out.append(f"static const double {name}[{max(len(values), 1)}] = "
+                           f"{{{', '.join(_const(v) for v in values) or '0.0'}}};")
     if ints:
         out.append(f"int {', '.join(ints)};")
     if lanes and any(isinstance(s, P.Zero) for s in stmts):

@@ -399,10 +399,12 @@ class Spill:
 class Locals:
     """Local arrays of the element type (``arrays``: (name, size), a size an int or an index expression of
     constants such as ``Var("SG_W") * n``), pointer locals to it (``pointers``), integer tables of constants
-    (``tables``: (name, values)) and integer arrays (``ints``: (name, size))."""
+    (``tables``: (name, values)), tables of double constants (``dtables``: (name, values), doubles in the lane
+    printing too) and integer arrays (``ints``: (name, size))."""
     arrays: tuple = ()
     pointers: tuple = ()
     tables: tuple = ()
+    dtables: tuple = ()
     ints: tuple = ()
     comment: str | None = None
     vectors: tuple = ()      # arrays of the program's vector type (a program with directions on lanes)
