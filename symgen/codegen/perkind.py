@@ -271,24 +271,42 @@ class PerKindForm:
         return (len(self.bodies) * self.L.workspace.size if self._record is None
                 else self._offsets(self._record)[-1])
 
+    def _hosts(self) -> list:
+        """The fused tree's bodies that took static bodies (:attr:`fused`), in order: each one's external force is
+        gathered into a slot of 6 after the workspace's blocks; the others read theirs from p."""
+        return sorted({h for h, _, _ in self.fused["statics"]})
+
+    def _fe(self, vec: str) -> str:
+        """The C of a step's pointer to its body's external force (``fe``)."""
+        if not self.fused:
+            return f"const {vec} *fe = p + {self.L.params['f_ext']} + 6 * k;"
+        nm = self.name
+        return (f"const {vec} *fe = sg_{nm}_fe_slot[k] < 0 ? p + {self.L.params['f_ext']} + 6 * sg_{nm}_orig[k] "
+                f": ws + {self._fx()} + 6 * sg_{nm}_fe_slot[k];")
+
     def _gather_f_ext(self, p: str) -> list:
-        """The statements that fill the fused tree's external forces (:attr:`fused`): each body's own, from ``p``,
-        then each static body's, moved into its host (phi(R, l) f, the sums in the same order on every lane)."""
-        nm, f0, FX = self.name, self.L.params["f_ext"], self._fx()
-        k, j, r, c = (P.Var(v) for v in "kjrc")
-        st = self.fused["statics"]
-        body = [P.Loop("k", 0, len(self.bodies), [
-            P.Copy("ws", P.add(FX, P.mul(6, k)), p, P.add(f0, P.mul(6, P.Lookup(f"sg_{nm}_orig", k))), 6)])]
-        if st:
-            moved = P.Set(P.Elem("ws", P.add(FX, P.mul(6, P.Lookup(f"sg_{nm}_static_host", j)), r)),
-                          P.Bin("*", P.Elem(f"sg_{nm}_static_phi", P.add(P.mul(36, j), P.mul(6, r), c)),
-                                P.Elem(p, P.add(f0, P.mul(6, P.Lookup(f"sg_{nm}_static_body", j)), c))), "+=")
-            body.append(P.Loop("j", 0, len(st), [P.Loop("r", 0, 6, [P.Loop("c", 0, 6, [moved])])]))
-        return [P.Locals(tables=((f"sg_{nm}_static_host", [h for h, _, _ in st]),
-                                 (f"sg_{nm}_static_body", [b for _, b, _ in st])),
-                         dtables=((f"sg_{nm}_static_phi", [x for _, _, ph in st for x in ph]),)),
-                P.Comment("f_ext of each body of the fused tree: its own and its static bodies', moved into it"),
-                *body]
+        """The statements that gather the external forces of the fused tree's hosts (:meth:`_hosts`): the host's
+        own from ``p``, plus each of its static bodies', moved into it (phi(R, l) f over phi's nonzero entries, in
+        the same order on every lane)."""
+        f0, FX, hosts = self.L.params["f_ext"], self._fx(), self._hosts()
+        slot = {h: i for i, h in enumerate(hosts)}
+        orig = self.fused["orig"]
+        dst, src, val = [], [], []
+        for h, k, phi in self.fused["statics"]:
+            for r in range(6):
+                for c in range(6):
+                    if phi[6 * r + c] != 0.0:
+                        dst.append(FX + 6 * slot[h] + r)
+                        src.append(f0 + 6 * k + c)
+                        val.append(phi[6 * r + c])
+        j = P.Var("j")
+        return [P.Locals(tables=(("sg_fe_dst", dst), ("sg_fe_src", src),
+                                 ("sg_fe_host", [f0 + 6 * orig[h] for h in hosts])), dtables=(("sg_fe_phi", val),)),
+                P.Comment("f_ext of the bodies that took static bodies: their own and the static ones', moved into them"),
+                P.Loop("j", 0, len(hosts), [P.Copy("ws", P.add(FX, P.mul(6, j)), p, P.Lookup("sg_fe_host", j), 6)]),
+                P.Loop("j", 0, len(dst), [
+                    P.Set(P.Elem("ws", P.Lookup("sg_fe_dst", j)),
+                          P.Bin("*", P.Elem("sg_fe_phi", j), P.Elem(p, P.Lookup("sg_fe_src", j))), "+=")])]
 
     def _rec(self, kind):
         """The layout of a body's workspace block: the model's (every block the same size) or, for the lane form
@@ -576,8 +594,7 @@ class PerKindForm:
                 ("w", f"double *w = ws + {self._block('k')};"),
                 ("wp", f"double *wp = ws + {self._block(f'sg_{nm}_parent[k]')};"),
                 ("Th", f"const double *Th = p + {L.params['tau']} + sg_{nm}_u0[k];"),
-                ("fe", f"const double *fe = ws + {self._fx()} + 6 * k;" if self.fused else
-                 f"const double *fe = p + {L.params['f_ext']} + 6 * k;"),
+                ("fe", self._fe("double")),
                 ("outh", f"{vec} *outh = out + sg_{nm}_u0[k];"),
                 ("mk", f"double *mk = mats ? mats + {L.mats.size} * k : 0;"),
                 ("yk", "double *yk = out + 36 * k;"),
@@ -654,8 +671,8 @@ class PerKindForm:
         P0 = fixed["P"]
         assert fixed["z"] == P0 + 21
         gather = []
-        if self.fused:                  # the fused tree's external forces after the bodies' blocks (_gather_f_ext)
-            gather, ws_size = self._gather_f_ext("p_l" if lanes else "p"), ws_size + 6 * nb
+        if self.fused:                  # the fused tree's hosts' external forces after the blocks (_gather_f_ext)
+            gather, ws_size = self._gather_f_ext("p_l" if lanes else "p"), ws_size + 6 * len(self._hosts())
         ws = P.Locals(arrays=(("ws", ws_size),), comment=f"the workspace, {ws_size} {'vectors' if lanes else 'doubles'}")
 
         def up(*body):
@@ -675,8 +692,10 @@ class PerKindForm:
             tip = table("atbi_tip", fd_tip, tip_doc)
             # P and z zeroed body by body just before the body's kinematics write its block (the block is then in
             # the cache once), not in a pass of their own over the whole workspace (tiago_dual's lanes: 0.8 MB)
-            half = [up(P.Zero("ws", P.add(block(k), P0), 27, "P, z: the children add into them"), step(kin)),
-                    down(step(tip, check=True))]
+            zero = P.Zero("ws", P.add(block(k), P0), 27, "P, z: the children add into them")
+            if self.fused:              # a leaf's step reads neither (the fused tree's FD fills no atbi_matrices)
+                zero = P.If(P.Cmp(P.Lookup(f"sg_{nm}_leaf", k), "==", 0), [zero])
+            half = [up(zero, step(kin)), down(step(tip, check=True))]
             # atbi_matrices: the sweep's own numbers stored by the tip-to-base steps into a zeroed block per body,
             # completed by one loop that is the same for every kind (_mats_post); upsilon reads those blocks
             zero_mats = P.Zero("mats", 0, nb * L.mats.size, "atbi_matrices' blocks: the steps store their nonzeros")
@@ -820,8 +839,7 @@ class PerKindForm:
                 ("w", f"sg_vd *w = ws + sg_{nm}_{self._ws_table}[k];"),
                 ("wp", f"sg_vd *wp = ws + sg_{nm}_{self._ws_table}[sg_{nm}_parent[k]];"),
                 ("Th", f"const sg_vd *Th = p + {P['tau']} + sg_{nm}_u0[k];"),
-                ("fe", f"const sg_vd *fe = ws + {self._fx()} + 6 * k;" if self.fused else
-                 f"const sg_vd *fe = p + {P['f_ext']} + 6 * k;"),
+                ("fe", self._fe("sg_vd")),
                 ("outh", f"sg_vd *outh = out + sg_{nm}_u0[k];")]
         params = ("k", "ws", "x", "y", "rows") if walk else ("k", "q", "u", "p", "ws", "out", "st")
         pro, voids = _prologue(defs, text, params)
@@ -908,7 +926,12 @@ class PerKindForm:
                    if any(f"sg_{nm}_q0[" in ln for ln in self.functions + getattr(self, "lane_functions", []))
                    else []),
                  *([f"static const int sg_{nm}_orig[{len(self.bodies)}] = {{ {ints(self.fused['orig'])} }};  "
-                    "/* the body's index in the model */"] if self.fused else []),
+                    "/* the body's index in the model */",
+                    f"static const int sg_{nm}_fe_slot[{len(self.bodies)}] = {{ "
+                    f"{ints(self._hosts().index(b.k) if b.k in self._hosts() else -1 for b in self.bodies)} }};  "
+                    "/* -1, or its slot of external forces gathered with its static bodies' */",
+                    f"static const int sg_{nm}_leaf[{len(self.bodies)}] = {{ "
+                    f"{ints(self.kinds[i].leaf for i in self.kind_of)} }};"] if self.fused else []),
                  f"static const int sg_{nm}_u0[{len(self.bodies)}] = {{ {ints(L.u0)} }};",
                  f"static const int sg_{nm}_nuh[{len(self.bodies)}] = {{ {ints(L.nuh)} }};",
                  f"/* per body: m, h = m c (3), J about the origin (xx xy xz yy yz zz), onode R l, pnode^-1 R l, "
