@@ -131,6 +131,49 @@ def test_derivatives_match_central_differences(tree, with_f_ext):
             assert _rel(ours, ref) < FD_TOL, what
 
 
+@pytest.mark.parametrize("looped", [False, True], ids=["unrolled", "looped"])
+def test_the_fused_trees_derivatives(tmp_path, monkeypatch, looped):
+    """The looped analytic recursions of ID's derivatives (and FD's from them: the LTL solve) run over the fused
+    tree (soa.fuse_static: static leaves, a chain of two and a force-torque link between two moving links fused),
+    with an external wrench on every body, the static ones included: central differences of FD and ID (1e-6
+    relative), the per-kind form over every body (1e-10), and each lane of a batch of 2W + 3 equals the one-state
+    call bit for bit.  ``looped``: the values' schedule looped too (the cost model's limits lowered)."""
+    from test_dynamics import _STATIC_URDF
+    from symgen.codegen import schedule
+    from symgen.model import load_model
+    from symgen.pipeline.sources import cached_model_sources
+
+    path = tmp_path / "fused.urdf"
+    path.write_text(_STATIC_URDF)
+    ref = symgen.build(str(path), floating_base=True, form="per_kind", derivatives=True)
+    if looped:
+        monkeypatch.setattr(schedule, "STRAIGHT_LINE_LIMIT", 10)
+        monkeypatch.setattr(schedule, "CRBA_UNROLL_LIMIT", 0)
+    mb = symgen.build(str(path), floating_base=True, derivatives=True)
+    assert set(mb.forms.values()) == {"per_kind" if looped else "straight"}
+    text = cached_model_sources(load_model(str(path), floating_base=True), derivatives=True)[0]["fused.c"]
+    assert "static const int sg_fused_dyn_d_parent[3] = { -1, 0, 1 };" in text
+    rng = np.random.default_rng(31)
+    f = rng.normal(size=(mb.nb, 6))
+    for _ in range(2):
+        q, u, x = mb.sanitize(rng.normal(size=mb.nq)), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+        for verb, dverb in (("forward_dynamics", "forward_dynamics_derivatives"),
+                            ("inverse_dynamics", "inverse_dynamics_derivatives")):
+            g = lambda q, u, x, verb=verb: getattr(mb, verb)(q, u, x, f_ext=f)  # noqa: E731
+            ours = getattr(mb, dverb)(q, u, x, f_ext=f)
+            for a, b, c in zip(ours, _central(mb, g, q, u, x), getattr(ref, dverb)(q, u, x, f_ext=f)):
+                assert _rel(a, b) < FD_TOL, dverb
+                assert _rel(a, c) < 1e-10, dverb
+    n = 2 * W + 3
+    Q, U, X = mb.sanitize(rng.normal(size=(n, mb.nq))), rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nu))
+    F = rng.normal(size=(n, mb.nb, 6))
+    for dverb in ("forward_dynamics_derivatives", "inverse_dynamics_derivatives"):
+        batch = getattr(mb, dverb)(Q, U, X, f_ext=F)
+        for i in range(n):
+            one = getattr(mb, dverb)(Q[i], U[i], X[i], f_ext=F[i])
+            assert all(np.array_equal(batch[j][i], one[j]) for j in range(3)), (dverb, i)
+
+
 def test_identities_and_batches(tree):
     """M^-1 M = 1, M equals mass_matrix (1e-10); a batch of W + 3 states with f_ext (a block of W on the
     lane-batch form, the tail one by one) equals its states one by one, bit for bit: the lane form runs the one-state

@@ -904,7 +904,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                 parts[k] = MATS_PART
         made_parts.add(mats_part)
     derivs = _emit_derivatives(bodies, L, layout, slugs, straight=traced["fd"] is not None, hinges=hinges,
-                               name=name, kernels=lane_kernels) if derivatives and not flexible else {"fd": None, "id": None}
+                               name=name, kernels=lane_kernels, dyn=(traced["dyn_bodies"], traced["dyn_adds"])) \
+        if derivatives and not flexible else {"fd": None, "id": None}
     derivative_per_kind = derivs.pop("per_kind", None)
     lanes.update(fd_derivatives=None, id_derivatives=None)
     for k, f in derivs.items():
@@ -957,7 +958,8 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "per_kind_derivatives": traced["fd"] is None and not flexible}
 
 
-def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, name: str = "", kernels=None) -> dict:
+def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, name: str = "", kernels=None,
+                      dyn=None) -> dict:
     """The derivative functions of FD and ID (:mod:`symgen.codegen.derivatives`): {"fd": {"lines", "lanes"},
     "id": ...}, None for one that is not generated (the trace is over the length limit); "lanes": the
     lane-batch form (hinge kernels on lane vectors from ``hinges`` where they print so; ``kernels``: the values'
@@ -965,7 +967,9 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
     per-kind form, so do they (:class:`symgen.codegen.perkind.PerKindDerivatives`): then "per_kind" holds the
     step functions and tables the ID part compiles, and each function's "per_kind" is True.  A straight-line
     model's FD derivatives whose forward mode is :data:`symgen.codegen.schedule.FD_DERIVATIVES_LTL_FROM` lines or
-    longer take the per-kind FD derivatives (ID's, then the LTL solve) too."""
+    longer take the per-kind FD derivatives (ID's, then the LTL solve) too.  ``dyn``: (the fused tree, its static
+    bodies: soa.fuse_static) that the looped analytic recursions of ID's derivatives and the LTL solve run over
+    (:func:`symgen.codegen.perkind.fused_tree`, steps and tables sg_<m>_dyn_d_...) where fusing removes bodies."""
     from . import schedule
     from .derivatives import emit_derivatives, emit_rnea_derivatives
 
@@ -986,6 +990,18 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
     # straight-line recursions: 26,500 lines, minutes at -O2)
     looped = bool(L.nu) and not L.theta_blocks and not any(b.flex for b in bodies) and hinges is not None
 
+    def recursions():
+        """The PerKindDerivatives of the looped recursions: over the fused tree where it has fewer bodies."""
+        if dyn is None or len(dyn[0]) == len(bodies):
+            return PerKindDerivatives(bodies, L, name, layout, hinges)
+        from .perkind import fused_tree
+
+        L_dyn, fused = fused_tree(bodies, dyn[0], dyn[1], L)
+        return PerKindDerivatives(dyn[0], L_dyn, f"{name}_dyn_d", layout, hinges, fused=fused, model=name)
+
+    def tables_of(pk):
+        return pk.c_tables() if pk.fused else []
+
     def looped_tangent(pk):
         """(the body of sg_<m>_id_derivatives_tangent, its lane form) by the looped recursions, or (None, None)."""
         if not looped:
@@ -996,24 +1012,26 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         pk = PerKindDerivatives(bodies, L, name, layout, hinges)
         drivers = pk.emit_derivatives(nq)
         lanes, dispatch = pk.emit_lane_derivatives(nq)
-        tangent_lines, tangent_lanes = looped_tangent(pk)
+        pkd = recursions() if looped else pk
+        tangent_lines, tangent_lanes = looped_tangent(pkd)
         one = ["/* the derivatives of inverse dynamics, one direction at a time */",
                f"static int sg_{name}_id_derivatives_1(const double *q, const double *u, const double *p, int tangent, "
                "double *out)", "{", *("    " + x for x in drivers["id"]), "}"]
         tangent = [f"if (tangent) return sg_{name}_id_derivatives_tangent(q, u, p, out);"] if tangent_lines else []
-        fd_lanes = pk.fd_derivative_lanes(nq) if tangent_lanes else None   # the ID lanes at FD's Udot
+        fd_lanes = pkd.fd_derivative_lanes(nq) if tangent_lanes else None   # the ID lanes at FD's Udot
         return {"fd": {"lines": drivers["fd"], "lanes": fd_lanes, "per_kind": True, "solve": pk.fd_solve},
                 "id": {"lines": tangent + dispatch, "lanes": tangent_lanes or None, "per_kind": True,
                        "tangent_lines": tangent_lines},
-                "per_kind": pk.functions + pk.seed_functions + pk.tables + one + lanes}
+                "per_kind": tables_of(pkd) + pk.functions + pk.seed_functions + pk.tables
+                + (pkd.functions + pkd.tables if pkd is not pk else []) + one + lanes}
     for k in out:
         f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), kernel_arrays,
                              lambda T, bs: parametric_bodies(T, bs, L), lane_head)
         out[k] = f and {**f, "per_kind": False}
     if out["id"] and looped:
-        pk = PerKindDerivatives(bodies, L, name, layout, hinges)
+        pk = recursions()
         out["id"]["tangent_lines"], out["id"]["lanes"] = looped_tangent(pk)
-        out["per_kind"] = pk.functions + pk.tables
+        out["per_kind"] = tables_of(pk) + pk.functions + pk.tables
         if out["fd"] and len(out["fd"]["lines"]) >= schedule.FD_DERIVATIVES_LTL_FROM:
             # a long forward mode: FD's derivatives from ID's and the LTL solve (schedule.FD_DERIVATIVES_LTL_FROM)
             body, solve = pk.fd_derivative_functions(nq)

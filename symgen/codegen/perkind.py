@@ -203,7 +203,7 @@ def fused_tree(bodies: list, fused: list, adds: dict, layout: ModelLayout) -> tu
             R = np.reshape(np.asarray(R, float), (3, 3))
             phi = np.block([[R, np_skew(np.asarray(l, float)) @ R], [np.zeros((3, 3)), R]])   # soa.phi
             statics.append((j, k, [float(x) for x in phi.ravel()]))
-    return L, {"orig": [int(b.tag) for b in fused], "statics": statics}
+    return L, {"orig": [int(b.tag) for b in fused], "statics": statics, "nb": len(bodies)}
 
 
 class _Kind:
@@ -222,14 +222,16 @@ class PerKindForm:
     """C of the per-kind form for one model: the step functions, their tables and the FD / ID / M drivers."""
 
     def __init__(self, bodies: list, layout: ModelLayout, name: str, hinges: dict | None = None,
-                 fused: dict | None = None):
+                 fused: dict | None = None, model: str | None = None):
         # hinges ({body: Hinge}): PINs about different axes folded onto one (fold_pin_axes); their steps then read
         # their onode and pnode from sg_<m>_step_const (body_const keeps the model's, which the kinematics read).
         # fused: the bodies are the fused tree (symgen.algorithms.soa.fuse_static, fused_tree), and this says where
         # each body's external force comes from: {"orig": each body's index in the model, "statics": (host, index
         # in the model, phi(R, l) of its pose in the host, 36 row-major) per static body fused}; FD and ID then
         # gather each body's f_ext, its static bodies' moved into it, in the workspace's last 6 nb entries
-        self.fused = fused
+        # name: the prefix of the form's steps and tables (sg_<name>_...); model: the model's C name, of the entry
+        # points its drivers call (sg_<model>_forward_dynamics; default: name)
+        self.fused, self.model = fused, model or name
         self.model_bodies = list(bodies)
         bodies = fold_pin_axes(bodies, hinges) if hinges else list(bodies)
         self.const_table = "step_const" if any(b.kernels_of for b in bodies) else "body_const"
@@ -270,6 +272,11 @@ class PerKindForm:
         bodies' blocks."""
         return (len(self.bodies) * self.L.workspace.size if self._record is None
                 else self._offsets(self._record)[-1])
+
+    @property
+    def status_stride(self) -> int:
+        """nb + 1 of the model (a batch's status: lane l, body k: l (nb + 1) + k + 1)."""
+        return (self.fused["nb"] if self.fused else len(self.bodies)) + 1
 
     def _hosts(self) -> list:
         """The fused tree's bodies that took static bodies (:attr:`fused`), in order: each one's external force is
@@ -712,7 +719,7 @@ class PerKindForm:
                 if "fd" in want:        # FD's driver fills them (its tip-to-base steps are these)
                     sweep = [P.Locals(arrays=(("udot", max(nu, 1)), ("phi", 36)), pointers=("mats", "mk")),
                              P.Point("mats", "out"), zero_mats,
-                             P.Invoke(f"sg_{nm}_fd_per_kind", ("q", "u", "p", "udot", "mats"))]
+                             P.Invoke(f"sg_{self.model}_fd_per_kind", ("q", "u", "p", "udot", "mats"))]
                 else:
                     sweep = [ws, P.Locals(arrays=(("phi", 36),), pointers=("mats", "mk")), P.Point("mats", "out"),
                              zero_mats, *half]
@@ -1015,8 +1022,9 @@ class PerKindDerivatives(PerKindForm):
     The values' steps are traced again under their own names (``sg_<m>_dv_...``): the derivatives are a
     translation unit of their own."""
 
-    def __init__(self, bodies: list, layout: ModelLayout, name: str, body_layout: dict, hinges: dict | None = None):
-        super().__init__(bodies, layout, name, hinges)
+    def __init__(self, bodies: list, layout: ModelLayout, name: str, body_layout: dict, hinges: dict | None = None,
+                 fused: dict | None = None, model: str | None = None):
+        super().__init__(bodies, layout, name, hinges, fused=fused, model=model)
         self.body_layout = body_layout
 
     def _dual(self, T, kind, ancestor=False, carried=False):
@@ -1121,12 +1129,12 @@ class PerKindDerivatives(PerKindForm):
         nm, prm, nu = self.name, self.L.params, self.L.nu
         return P.Program([
             P.Locals(arrays=(("pu", prm.size), ("udot", nu))),
-            P.Invoke(f"sg_{nm}_forward_dynamics", ("q", "u", "p", "udot")),
+            P.Invoke(f"sg_{self.model}_forward_dynamics", ("q", "u", "p", "udot")),
             P.Copy("pu", 0, "p", 0, prm.size), P.Copy("pu", prm["tau"], "udot", 0, nu),
             P.Comment("dRNEA at FD's Udot (dUdot = -M^-1 dRNEA along Q and U) and M (the third block)"),
-            P.Invoke(f"sg_{nm}_id_derivatives", ("q", "u", "pu", "tangent", "out")),
+            P.Invoke(f"sg_{self.model}_id_derivatives", ("q", "u", "pu", "tangent", "out")),
             P.Comment("-M^-1 dRNEA/dQ, -M^-1 dRNEA/dU and M^-1 in place"),
-            P.Invoke(f"sg_{nm}_fd_derivatives_solve", ("tangent", "out")),
+            P.Invoke(f"sg_{self.model}_fd_derivatives_solve", ("tangent", "out")),
             P.Return(0)])
 
     def fd_solve_program(self, nq: int) -> P.Program:
@@ -1158,15 +1166,15 @@ class PerKindDerivatives(PerKindForm):
             P.Locals(arrays=(("pu", width * ps), ("udot", width * nu)),
                      comment="each state's p with T replaced by FD's Udot"),
             P.Comment("FD for the SG_W states (its lane form)"),
-            P.Invoke(f"sg_{nm}_forward_dynamics_batch", (width, "q", "u", "p", "udot")),
+            P.Invoke(f"sg_{self.model}_forward_dynamics_batch", (width, "q", "u", "p", "udot")),
             P.Loop("l", 0, width, [P.Copy("pu", lane * ps, "p", lane * ps, ps),
                                    P.Copy("pu", lane * ps + tau, "udot", lane * nu, nu)]),
-            P.Invoke(f"sg_{nm}_id_derivatives_lanes", ("q", "u", "pu", "tangent", "out")),
+            P.Invoke(f"sg_{self.model}_id_derivatives_lanes", ("q", "u", "pu", "tangent", "out")),
             P.Comment("each state's solve; a status names its lane: l (nb + 1) + s"),
-            P.Loop("l", 0, width, [P.Invoke(f"sg_{nm}_fd_derivatives_solve", ("tangent", P.At("out", lane * size)),
-                                            status_base=lane * (nb + 1))])])
+            P.Loop("l", 0, width, [P.Invoke(f"sg_{self.model}_fd_derivatives_solve", ("tangent", P.At("out", lane * size)),
+                                            status_base=lane * self.status_stride)])])
         lines = c_lines(prog, declared=("i", "l", "s", "c", "ndq"))
-        before = [f"int sg_{nm}_id_derivatives_lanes(const double *q, const double *u, const double *p, int tangent, "
+        before = [f"int sg_{self.model}_id_derivatives_lanes(const double *q, const double *u, const double *p, int tangent, "
                   "double *out);"]
         return {"ins": [], "lines": lines, "out_size": size, "unused": [], "before": before, "with_function": True,
                 "sincos": False}
@@ -1297,7 +1305,7 @@ class PerKindDerivatives(PerKindForm):
             P.Loop("k", 0, nb, [P.Step(kin, kinds, k, args)]),
             P.Loop("k", 0, nb, [P.Step(rb, kinds, k, args)]),
             P.Loop("k", 0, nb, [P.Step(rt, kinds, k, args)], down=True),
-            P.Invoke(f"sg_{nm}_mass_matrix", ("q", "u", "p", P.At("out", P.add(P.mul(ndq, nu), nu * nu))), check=False),
+            P.Invoke(f"sg_{self.model}_mass_matrix", ("q", "u", "p", P.At("out", P.add(P.mul(ndq, nu), nu * nu))), check=False),
             P.Zero("sq", 0, nq), P.Zero("su", 0, nu),
             P.Let("nd", P.add(ndq, nu)),
             P.Comment("direction d: Q (tangent: along N(Q) e_d; else Q_d), then U"),
@@ -1450,11 +1458,21 @@ class PerKindDerivatives(PerKindForm):
                            "}", ""]
         args = "(k, q, u, p, ws, out, 0)"
         kinds = f"sg_{nm}_kind"
-        return [f"double ws[{max(offsets[-1], 1)}];", *tables,
+        gather = []
+        if self.fused:                  # the hosts' external forces after the blocks (_gather_f_ext)
+            self._record = idd_workspace
+            try:
+                gather = c_lines(P.Program(self._gather_f_ext("p")), declared=("i",))   # _idd_rows' i
+            finally:
+                self._record = saved[0]
+        size = offsets[-1] + (6 * len(self._hosts()) if self.fused else 0)
+        body = [f"double ws[{max(size, 1)}];", *tables, *gather,
                 f"for (k = 0; k < {nb}; ++k) {world}[{kinds}[k]]{args};",
                 f"for (k = {nb - 1}; k >= 0; --k) {sums}[{kinds}[k]]{args};",
                 f"for (k = 0; k < {nb}; ++k) {dirs}[{kinds}[k]]{args};  /* and the rows at each body's own columns */",
                 *loop, "return 0;"]
+        self._driver_lines += body
+        return body
 
     def _idd_rows(self, vec: str, dot: str, out_l) -> tuple:
         """(the declarations, the loop) that write the analytic recursions' rows but each body's own columns (its
@@ -1591,22 +1609,32 @@ class PerKindDerivatives(PerKindForm):
         kinds = f"sg_{nm}_kind"
         fallback = ["if (!tangent) {  /* full-coordinate directions: the forward mode, one state at a time */",
                     "    for (l = 0; l < SG_W; ++l) {",
-                    f"        s = sg_{nm}_id_derivatives(q + (long)l * {nq}, u + (long)l * {nu}, "
+                    f"        s = sg_{self.model}_id_derivatives(q + (long)l * {nq}, u + (long)l * {nu}, "
                     f"p + (long)l * {L.params.size}, 0, out + (long)l * {out_size});",
-                    f"        if (s) return l * {nb + 1} + s;",
+                    f"        if (s) return l * {self.status_stride} + s;",
                     "    }",
                     "    return 0;",
                     "}",
                     "(void)ndq; (void)c; (void)sg_vd_zero;"]
+        gather = []
+        if self.fused:                  # the hosts' external forces after the blocks (_gather_f_ext)
+            self._record = idd_workspace
+            try:
+                gather = c_lines(P.Program(self._gather_f_ext("p_l")), lanes=True, declared=("i", "l"))
+            finally:
+                self._record = saved[0]
+            o += 6 * len(self._hosts())
         lines = fallback + [
             "{",
             f"    sg_vd ws[{max(o, 1)}];  /* the workspace (perkind.idd_workspace), SG_W states */",
             *("    " + x for x in tables),
+            *("    " + x for x in gather),
             f"    for (k = 0; k < {nb}; ++k) {world}[{kinds}[k]]{args};",
             f"    for (k = {nb - 1}; k >= 0; --k) {sums}[{kinds}[k]]{args};",
             f"    for (k = 0; k < {nb}; ++k) {dirs}[{kinds}[k]]{args};  /* and the rows at each body's own columns */",
             *("    " + x for x in loop),
             "}"]
+        self._driver_lines += lines
         return {"ins": [("q", nq, nq), ("u", nu, nu), ("p", L.params.size, L.params.size)], "lines": lines,
                 "out_size": out_size, "unused": [], "before": before, "with_function": True,
                 "sincos": any("sg_sincos_split_lanes(" in x for x in functions)}
@@ -1654,7 +1682,7 @@ class PerKindDerivatives(PerKindForm):
             P.Comment("the values: kinematics, Newton-Euler base to tip, tip to base (each f with its children's)"),
             P.Loop("k", 0, nb, [P.Step(kin, kinds, k, args)]), P.Loop("k", 0, nb, [P.Step(rb, kinds, k, args)]),
             P.Loop("k", 0, nb, [P.Step(rt, kinds, k, args)], down=True),
-            P.Invoke(f"sg_{nm}_mass_matrix", ("q", "u", "p", P.At("out", P.add(P.mul(ndq, nu), nu * nu))), check=False),
+            P.Invoke(f"sg_{self.model}_mass_matrix", ("q", "u", "p", P.At("out", P.add(P.mul(ndq, nu), nu * nu))), check=False),
             P.Loop("i", 0, nq, [P.Set(P.Elem("sqs", i), P.Num(0.0)), P.Set(P.Elem("sq", i), P.Zeros())]),
             P.Loop("i", 0, nu, [P.Set(P.Elem("su", i), P.Zeros())]),
             P.Let("nd", P.add(ndq, nu)),
