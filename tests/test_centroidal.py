@@ -166,3 +166,13 @@ def test_batches_equal_one_state_calls(models, name):
         one = np.array([getattr(mb, verb)(*(x[i] for x in args)) for i in range(n)])
         assert batch.shape == one.shape
         assert np.array_equal(batch, one), verb
+    # out=: the same numbers written into the caller's array (a batch twice: its work rows are reused), one state
+    # and a batch; a wrong shape is refused
+    ref = mb.centroidal_momentum_matrix(Q)
+    out = np.full((n, 6, mb.nu), np.nan)
+    for _ in range(2):
+        assert mb.centroidal_momentum_matrix(Q, out=out) is out and np.array_equal(out, ref)
+    one = np.empty((6, mb.nu))
+    assert mb.centroidal_momentum_matrix(Q[1], out=one) is one and np.array_equal(one, ref[1])
+    with pytest.raises(ValueError, match="out= must be"):
+        mb.centroidal_momentum_matrix(Q, out=np.empty((n, mb.nu, 6)))

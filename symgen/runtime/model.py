@@ -443,9 +443,10 @@ class MultibodyModel:
         b.check_status(status, "minv_times", Q)
         return b.unbatch(single, out)
 
-    def _centroidal(self, q, u, params):
+    def _centroidal(self, q, u, params, scratch=False):
         """[A_G, h_G, c] of every state: (single, (N, 6 nU + 9)).  The centroidal functions live in the module of
-        the derivative functions (:meth:`derivative_binding`: compiled on the first call)."""
+        the derivative functions (:meth:`derivative_binding`: compiled on the first call).  ``scratch``: a batch's
+        rows go into a work array kept between calls (a caller that copies them out: no fresh pages each call)."""
         b, nu = self.derivative_binding(), self.nu
         if params is None:                 # one state: the one-state C function on the arrays' memory
             fn, p0 = getattr(b.lib, f"sg_{self.name}_centroidal_momentum_matrix"), b.nominal_p
@@ -455,19 +456,31 @@ class MultibodyModel:
                 return True, r[0]
         single, Q, U = b.states(q, u)
         P = b.p(Q.shape[0], np.zeros(nu), None, None, params) if self.layout.theta_blocks or params else None
-        res, _ = b.call_batch("centroidal_momentum_matrix", Q, U, P, 6 * nu + 9)
+        work = None
+        if scratch:
+            work = self.__dict__.get("_centroidal_work")
+            if work is None or work.shape[0] < Q.shape[0]:
+                work = self._centroidal_work = np.empty((Q.shape[0], 6 * nu + 9))
+            work = work[:Q.shape[0]]
+        res, _ = b.call_batch("centroidal_momentum_matrix", Q, U, P, 6 * nu + 9, out=work)
         return single, res
 
-    def centroidal_momentum_matrix(self, q, params=None) -> np.ndarray:
+    def centroidal_momentum_matrix(self, q, params=None, out=None) -> np.ndarray:
         """The centroidal momentum matrix A_G (6 x nU; (N, 6, nU) for a batch): h_G = A_G U is the spatial
         momentum of the whole model about its centre of mass, rows ``[angular; linear]`` like every symgen
         spatial vector, in world (newtonian) axes.  Pinocchio's ``ccrba`` gives the same matrix with the rows
         ``[linear; angular]`` (and U ordered as its v).  ``params`` as in :meth:`forward_dynamics`.  Bodies welded to
         the newtonian frame (a fixed-base URDF's root link) are the ground, as Pinocchio's universe: no momentum,
         not in the centre of mass.  The centroidal functions are compiled on their first call, with the derivative
-        functions (:meth:`derivative_binding`), as they are."""
-        single, res = self._centroidal(q, None, params)
-        return self.binding.unbatch(single, res[:, :6 * self.nu].reshape(-1, 6, self.nu))
+        functions (:meth:`derivative_binding`), as they are.  ``out=``: a preallocated C-contiguous float64 array
+        of the result's shape to write into (and return), as :meth:`mass_matrix` takes."""
+        single, res = self._centroidal(q, None, params, scratch=out is not None)
+        A = res[:, :6 * self.nu].reshape(-1, 6, self.nu)
+        if out is None:
+            return self.binding.unbatch(single, A)
+        out = self.binding.check_out(out, A.shape[1:] if single else A.shape, "centroidal_momentum_matrix")
+        out[...] = A[0] if single else A
+        return out
 
     def centroidal_momentum(self, q, u, params=None) -> np.ndarray:
         """h_G = A_G(Q) U (6; (N, 6) for a batch): the model's spatial momentum ``[angular; linear]`` about its
