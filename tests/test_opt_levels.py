@@ -89,7 +89,7 @@ def test_the_frame_kinematics_and_the_hinge_api_compile_in_parts_of_their_own():
     another (HINGE_API_PART, capped at -O1: the per-hinge API called from Python); every other part keeps static
     copies.  The frame kinematics equal the suite's -O0 build bit for bit (one state and batches), and each hinge's
     exported transform and coord map equal its derivation evaluated by numpy (sympy.lambdify: Hinge.numeric) to 1e-12."""
-    from symgen.abi.layout import HINGE_API_PART, KINEMATICS_PART
+    from symgen.abi.layout import HINGE_API_PART, KINEMATICS_PART, MATS_PART
     from symgen.hinges.derive import hinge
     from symgen.model import load_model
 
@@ -98,7 +98,8 @@ def test_the_frame_kinematics_and_the_hinge_api_compile_in_parts_of_their_own():
         parts = symgen.build(path)
     suite = symgen.build(path)
     assert {KINEMATICS_PART, HINGE_API_PART} <= set(parts.manifest["parts"])
-    assert parts.manifest["part_opt"] == {str(HINGE_API_PART): 1}
+    # capped at -O1 too: the part of atbi_matrices and upsilon alone (MATS_PART: no entry point's dynamics there)
+    assert parts.manifest["part_opt"] == {str(HINGE_API_PART): 1, str(MATS_PART): 1}
     rng = np.random.default_rng(23)
     Q = parts.sanitize(rng.uniform(-1, 1, (5, parts.nq)))
     U = rng.normal(size=(5, parts.nu))

@@ -32,9 +32,6 @@ DERIVATIVE_PARTS = {"fd": 7, "id": 8}
 DERIVATIVE_LANE_PARTS = {"fd": 10, "id": 11}
 #: the translation units of the centroidal momentum matrix with its lane form, and of the momentum's rate
 CENTROIDAL_PARTS = {"cm": 12, "cd": 13}
-#: every part a module without derivatives leaves out: the derivative functions and the centroidal ones, which
-#: symgen.build compiles on their first call (in one second module)
-ALL_DERIVATIVE_PARTS = (*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values(), *CENTROIDAL_PARTS.values())
 #: the translation unit of atbi_matrices, upsilon and the per-kind steps they call, when no other entry point does
 MATS_PART = 9
 #: the translation unit of the looped lane form (symgen.codegen.perkind.PerKindForm.emit_lanes): the per-kind steps
@@ -47,8 +44,13 @@ DERIVATIVE_GLUE_PART = 15
 #: the translation unit of the frame poses' lane form, when it is long (compiled beside part 0 instead of in it)
 FRAME_LANES_PART = 16
 #: the translation unit of one step's derivatives (sg_<m>_step_derivatives and its helpers: 14 kB of code at -O3,
-#: a third of arm7's part 0 compile), compiled beside part 0
+#: a third of arm7's part 0 compile), compiled beside part 0 in the module with the derivatives
 STEP_PART = 17
+#: every part a module without derivatives leaves out: the derivative functions, the centroidal ones and one step's
+#: derivatives, which symgen.build compiles on their first call (in one second module; the module without them
+#: has their stubs, in DERIVATIVE_GLUE_PART)
+ALL_DERIVATIVE_PARTS = (*DERIVATIVE_PARTS.values(), *DERIVATIVE_LANE_PARTS.values(), *CENTROIDAL_PARTS.values(),
+                        STEP_PART)
 #: the translation unit of the one-state frame kinematics (kinematics, poses, body_jacobian, the frame walk steps,
 #: frame_pose, frame_poses, frame_jacobian, frame_velocity), when they are long, compiled beside part 0 (with the
 #: hinge kernels' exported copies but where HINGE_API_PART holds them): dog.xml's part 0 took 8.3 s of -O3, 3.6 s of
