@@ -650,6 +650,21 @@ def test_static_subtrees_are_fused_out_of_the_dynamics(fused_robot):
     assert mb.forms["forward_dynamics"] == "straight"
 
 
+def _f_ext_on_every_body(mb, per_kind, q, u, udot, T, f):
+    """ID and FD with an external wrench f on every body against the kinematics' Jacobians (code the fusing does
+    not touch): ID(q, u, udot, f) = ID(q, u, udot, 0) - sum_k J_k^T f_k, M Udot = T - C(f) (1e-10 relative); and
+    FD, ID and M against ``per_kind`` (the per-kind form over every body, 1e-12)."""
+    gen = sum(mb.jacobian(q, name).T @ f[k] for k, name in enumerate(mb.body_names))
+    assert_close(mb.inverse_dynamics(q, u, udot, f_ext=f), mb.inverse_dynamics(q, u, udot) - gen, 1e-10,
+                 "ID with f_ext on every body")
+    C = mb.inverse_dynamics(q, u, np.zeros(mb.nu), f_ext=f)
+    assert_close(mb.forward_dynamics(q, u, T, f_ext=f), np.linalg.solve(mb.mass_matrix(q), T - C), 1e-10,
+                 "FD with f_ext on every body")
+    for verb, args in (("forward_dynamics", (q, u, T)), ("inverse_dynamics", (q, u, udot))):
+        assert_close(getattr(mb, verb)(*args, f_ext=f), getattr(per_kind, verb)(*args, f_ext=f), 1e-12, verb)
+    assert_close(mb.mass_matrix(q), per_kind.mass_matrix(q), 1e-12, "M")
+
+
 def test_fused_dynamics_match_pinocchio_and_external_forces_on_static_bodies(fused_robot):
     """FD, ID and M of the fused tree against Pinocchio (which merges fixed joints itself) to 1e-9, and an
     external wrench on every body, the static ones included, against the kinematics' Jacobians (code the fusing
@@ -669,15 +684,7 @@ def test_fused_dynamics_match_pinocchio_and_external_forces_on_static_bodies(fus
         q = mb.sanitize(rng.uniform(-2, 2, mb.nq))
         u, udot, T = rng.normal(size=mb.nu), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
         f = rng.normal(size=(mb.nb, 6))
-        gen = sum(mb.jacobian(q, name).T @ f[k] for k, name in enumerate(mb.body_names))
-        assert_close(mb.inverse_dynamics(q, u, udot, f_ext=f), mb.inverse_dynamics(q, u, udot) - gen, 1e-10,
-                     "ID with f_ext on every body")
-        C = mb.inverse_dynamics(q, u, np.zeros(mb.nu), f_ext=f)
-        assert_close(mb.forward_dynamics(q, u, T, f_ext=f), np.linalg.solve(mb.mass_matrix(q), T - C), 1e-10,
-                     "FD with f_ext on every body")
-        for verb, args in (("forward_dynamics", (q, u, T)), ("inverse_dynamics", (q, u, udot))):
-            assert_close(getattr(mb, verb)(*args, f_ext=f), getattr(per_kind, verb)(*args, f_ext=f), 1e-12, verb)
-        assert_close(mb.mass_matrix(q), per_kind.mass_matrix(q), 1e-12, "M")
+        _f_ext_on_every_body(mb, per_kind, q, u, udot, T, f)
 
 
 def test_the_looped_schedule_runs_over_the_fused_tree(fused_robot, monkeypatch):
@@ -712,15 +719,7 @@ def test_the_looped_schedule_runs_over_the_fused_tree(fused_robot, monkeypatch):
         q = mb.sanitize(rng.uniform(-2, 2, mb.nq))
         u, udot, T = rng.normal(size=mb.nu), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
         f = rng.normal(size=(mb.nb, 6))
-        gen = sum(mb.jacobian(q, name).T @ f[k] for k, name in enumerate(mb.body_names))
-        assert_close(mb.inverse_dynamics(q, u, udot, f_ext=f), mb.inverse_dynamics(q, u, udot) - gen, 1e-10,
-                     "ID with f_ext on every body")
-        C = mb.inverse_dynamics(q, u, np.zeros(mb.nu), f_ext=f)
-        assert_close(mb.forward_dynamics(q, u, T, f_ext=f), np.linalg.solve(mb.mass_matrix(q), T - C), 1e-10,
-                     "FD with f_ext on every body")
-        for verb, args in (("forward_dynamics", (q, u, T)), ("inverse_dynamics", (q, u, udot))):
-            assert_close(getattr(mb, verb)(*args, f_ext=f), getattr(per_kind, verb)(*args, f_ext=f), 1e-12, verb)
-        assert_close(mb.mass_matrix(q), per_kind.mass_matrix(q), 1e-12, "M")
+        _f_ext_on_every_body(mb, per_kind, q, u, udot, T, f)
         for name in mb.body_names:          # the static bodies' too
             for field, m in mb.atbi_matrices(q, name).items():
                 assert_close(m, per_kind.atbi_matrices(q, name)[field], 1e-12, f"{name}: {field}")
