@@ -650,19 +650,34 @@ def test_static_subtrees_are_fused_out_of_the_dynamics(fused_robot):
     assert mb.forms["forward_dynamics"] == "straight"
 
 
-def _f_ext_on_every_body(mb, per_kind, q, u, udot, T, f):
-    """ID and FD with an external wrench f on every body against the kinematics' Jacobians (code the fusing does
-    not touch): ID(q, u, udot, f) = ID(q, u, udot, 0) - sum_k J_k^T f_k, M Udot = T - C(f) (1e-10 relative); and
-    FD, ID and M against ``per_kind`` (the per-kind form over every body, 1e-12)."""
-    gen = sum(mb.jacobian(q, name).T @ f[k] for k, name in enumerate(mb.body_names))
-    assert_close(mb.inverse_dynamics(q, u, udot, f_ext=f), mb.inverse_dynamics(q, u, udot) - gen, 1e-10,
-                 "ID with f_ext on every body")
-    C = mb.inverse_dynamics(q, u, np.zeros(mb.nu), f_ext=f)
-    assert_close(mb.forward_dynamics(q, u, T, f_ext=f), np.linalg.solve(mb.mass_matrix(q), T - C), 1e-10,
-                 "FD with f_ext on every body")
-    for verb, args in (("forward_dynamics", (q, u, T)), ("inverse_dynamics", (q, u, udot))):
-        assert_close(getattr(mb, verb)(*args, f_ext=f), getattr(per_kind, verb)(*args, f_ext=f), 1e-12, verb)
-    assert_close(mb.mass_matrix(q), per_kind.mass_matrix(q), 1e-12, "M")
+def _check_the_fused_robot(mb, per_kind, path, seed, n):
+    """FD, ID and M against Pinocchio (which merges fixed joints itself) to 1e-9; then at n random states, ID and
+    FD with an external wrench f on every body against the kinematics' Jacobians (code the fusing does not touch):
+    ID(q, u, udot, f) = ID(q, u, udot, 0) - sum_k J_k^T f_k, M Udot = T - C(f) (1e-10 relative), and FD, ID and M
+    against ``per_kind`` (the per-kind form over every body, 1e-12).  Returns the states, (q, u, T, f) each."""
+    pin = pytest.importorskip("pinocchio")
+    from pin_maps import compare_with_pinocchio
+
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    pm.gravity.linear[:] = mb.gravity
+    err = compare_with_pinocchio(mb, pm, True, np.random.default_rng(seed), n_states=4, frames=False)
+    assert max(err.values()) < 1e-9, err
+    rng, states = np.random.default_rng(seed + 16), []
+    for _ in range(n):
+        q = mb.sanitize(rng.uniform(-2, 2, mb.nq))
+        u, udot, T = rng.normal(size=mb.nu), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
+        f = rng.normal(size=(mb.nb, 6))
+        gen = sum(mb.jacobian(q, name).T @ f[k] for k, name in enumerate(mb.body_names))
+        assert_close(mb.inverse_dynamics(q, u, udot, f_ext=f), mb.inverse_dynamics(q, u, udot) - gen, 1e-10,
+                     "ID with f_ext on every body")
+        C = mb.inverse_dynamics(q, u, np.zeros(mb.nu), f_ext=f)
+        assert_close(mb.forward_dynamics(q, u, T, f_ext=f), np.linalg.solve(mb.mass_matrix(q), T - C), 1e-10,
+                     "FD with f_ext on every body")
+        for verb, args in (("forward_dynamics", (q, u, T)), ("inverse_dynamics", (q, u, udot))):
+            assert_close(getattr(mb, verb)(*args, f_ext=f), getattr(per_kind, verb)(*args, f_ext=f), 1e-12, verb)
+        assert_close(mb.mass_matrix(q), per_kind.mass_matrix(q), 1e-12, "M")
+        states.append((q, u, T, f))
+    return states
 
 
 def test_fused_dynamics_match_pinocchio_and_external_forces_on_static_bodies(fused_robot):
@@ -670,21 +685,8 @@ def test_fused_dynamics_match_pinocchio_and_external_forces_on_static_bodies(fus
     external wrench on every body, the static ones included, against the kinematics' Jacobians (code the fusing
     does not touch): ID(q, u, udot, f) = ID(q, u, udot, 0) - sum_k J_k^T f_k, and FD solves M Udot = T - C(f)
     (1e-10 relative); the per-kind form (every body kept) agrees to 1e-12."""
-    pin = pytest.importorskip("pinocchio")
-    from pin_maps import compare_with_pinocchio
-
     path, mb = fused_robot
-    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
-    pm.gravity.linear[:] = mb.gravity
-    err = compare_with_pinocchio(mb, pm, True, np.random.default_rng(5), n_states=4, frames=False)
-    assert max(err.values()) < 1e-9, err
-    per_kind = symgen.build(str(path), floating_base=True, form="per_kind")
-    rng = np.random.default_rng(21)
-    for _ in range(4):
-        q = mb.sanitize(rng.uniform(-2, 2, mb.nq))
-        u, udot, T = rng.normal(size=mb.nu), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
-        f = rng.normal(size=(mb.nb, 6))
-        _f_ext_on_every_body(mb, per_kind, q, u, udot, T, f)
+    _check_the_fused_robot(mb, symgen.build(str(path), floating_base=True, form="per_kind"), path, 5, 4)
 
 
 def test_the_looped_schedule_runs_over_the_fused_tree(fused_robot, monkeypatch):
@@ -694,8 +696,6 @@ def test_the_looped_schedule_runs_over_the_fused_tree(fused_robot, monkeypatch):
     on every body against the kinematics' Jacobians (1e-10, as above), with the per-kind form over every body
     (1e-12), and each lane of a batch of 2W + 3 states equals the one-state call bit for bit.  atbi_matrices
     keeps every body's matrices (the tree without fusing: the per-kind form's)."""
-    pin = pytest.importorskip("pinocchio")
-    from pin_maps import compare_with_pinocchio
     from symgen.codegen import schedule
     from symgen.codegen.lanes import lane_width
     from symgen.model import load_model
@@ -710,23 +710,14 @@ def test_the_looped_schedule_runs_over_the_fused_tree(fused_robot, monkeypatch):
     text = cached_model_sources(load_model(str(path), floating_base=True))[0]["fused.c"]
     assert "static const int sg_fused_dyn_parent[3] = { -1, 0, 1 };" in text
     assert "sg_fused_dyn_velocities[sg_fused_dyn_kind[k]]" in text
-    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
-    pm.gravity.linear[:] = mb.gravity
-    err = compare_with_pinocchio(mb, pm, True, np.random.default_rng(6), n_states=4, frames=False)
-    assert max(err.values()) < 1e-9, err
-    rng = np.random.default_rng(22)
-    for _ in range(3):
-        q = mb.sanitize(rng.uniform(-2, 2, mb.nq))
-        u, udot, T = rng.normal(size=mb.nu), rng.normal(size=mb.nu), rng.normal(size=mb.nu)
-        f = rng.normal(size=(mb.nb, 6))
-        _f_ext_on_every_body(mb, per_kind, q, u, udot, T, f)
+    for q, u, T, f in _check_the_fused_robot(mb, per_kind, path, 6, 3):
         for name in mb.body_names:          # the static bodies' too
             for field, m in mb.atbi_matrices(q, name).items():
                 assert_close(m, per_kind.atbi_matrices(q, name)[field], 1e-12, f"{name}: {field}")
             fv, ref = mb.atbi_filter_vectors(q, u, T, name, f_ext=f), per_kind.atbi_filter_vectors(q, u, T, name, f_ext=f)
             for field in fv:
                 assert_close(fv[field], ref[field], 1e-12, f"{name}: {field}")
-    n = 2 * lane_width() + 3
+    n, rng = 2 * lane_width() + 3, np.random.default_rng(22)
     Q = mb.sanitize(rng.uniform(-2, 2, (n, mb.nq)))
     U, X, F = rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nu)), rng.normal(size=(n, mb.nb, 6))
     fd, id_, M = mb.forward_dynamics(Q, U, X, f_ext=F), mb.inverse_dynamics(Q, U, X, f_ext=F), mb.mass_matrix(Q)
