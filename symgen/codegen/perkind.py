@@ -227,8 +227,9 @@ class PerKindForm:
         # their onode and pnode from sg_<m>_step_const (body_const keeps the model's, which the kinematics read).
         # fused: the bodies are the fused tree (symgen.algorithms.soa.fuse_static, fused_tree), and this says where
         # each body's external force comes from: {"orig": each body's index in the model, "statics": (host, index
-        # in the model, phi(R, l) of its pose in the host, 36 row-major) per static body fused}; FD and ID then
-        # gather each body's f_ext, its static bodies' moved into it, in the workspace's last 6 nb entries
+        # in the model, phi(R, l) of its pose in the host, 36 row-major) per static body fused, "nb": the model's
+        # body count}; FD and ID then gather the external forces of the bodies that took static bodies, theirs moved
+        # into them, after the workspace's blocks (_gather_f_ext), and the steps of the others read theirs from p
         # name: the prefix of the form's steps and tables (sg_<name>_...); model: the model's C name, of the entry
         # points its drivers call (sg_<model>_forward_dynamics; default: name)
         self.fused, self.model = fused, model or name
