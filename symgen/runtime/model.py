@@ -443,27 +443,40 @@ class MultibodyModel:
         b.check_status(status, "minv_times", Q)
         return b.unbatch(single, out)
 
-    def _centroidal(self, q, u, params, scratch=False):
+    #: a batch's states per call of the centroidal batch where its rows are copied out (centroidal_momentum_matrix's
+    #: out=): the rows of a chunk stay in the cache (Talos: 64 states, 121 kB) between the C and the copy
+    CENTROIDAL_CHUNK = 64
+
+    def _centroidal(self, q, u, params, into=None):
         """[A_G, h_G, c] of every state: (single, (N, 6 nU + 9)).  The centroidal functions live in the module of
-        the derivative functions (:meth:`derivative_binding`: compiled on the first call).  ``scratch``: a batch's
-        rows go into a work array kept between calls (a caller that copies them out: no fresh pages each call)."""
+        the derivative functions (:meth:`derivative_binding`: compiled on the first call).  ``into(i, rows)``: a
+        batch goes in chunks of :data:`CENTROIDAL_CHUNK` states through a work array kept between calls, each
+        chunk's rows (those of states i, i + 1, ...) handed to ``into`` (which copies what it needs); returns
+        (single, None) then."""
         b, nu = self.derivative_binding(), self.nu
         if params is None:                 # one state: the one-state C function on the arrays' memory
             fn, p0 = getattr(b.lib, f"sg_{self.name}_centroidal_momentum_matrix"), b.nominal_p
             r = b.one("centroidal_momentum_matrix", (q,) if u is None else (q, u), (1, 6 * nu + 9), None,
                       (lambda pq, po: fn(pq, b.zero_u, p0, po)) if u is None else (lambda pq, pu, po: fn(pq, pu, p0, po)))
             if r is not None:
+                if into is not None:
+                    into(0, r[0])
+                    return True, None
                 return True, r[0]
         single, Q, U = b.states(q, u)
         P = b.p(Q.shape[0], np.zeros(nu), None, None, params) if self.layout.theta_blocks or params else None
-        work = None
-        if scratch:
-            work = self.__dict__.get("_centroidal_work")
-            if work is None or work.shape[0] < Q.shape[0]:
-                work = self._centroidal_work = np.empty((Q.shape[0], 6 * nu + 9))
-            work = work[:Q.shape[0]]
-        res, _ = b.call_batch("centroidal_momentum_matrix", Q, U, P, 6 * nu + 9, out=work)
-        return single, res
+        if into is None:
+            return single, b.call_batch("centroidal_momentum_matrix", Q, U, P, 6 * nu + 9)[0]
+        n, m = Q.shape[0], self.CENTROIDAL_CHUNK
+        work = self.__dict__.get("_centroidal_work")
+        if work is None:
+            work = self._centroidal_work = np.empty((m, 6 * nu + 9))
+        for i in range(0, n, m):
+            j = min(n, i + m)
+            rows = b.call_batch("centroidal_momentum_matrix", Q[i:j], U[i:j], None if P is None else P[i:j],
+                                6 * nu + 9, out=work[:j - i])[0]
+            into(i, rows)
+        return single, None
 
     def centroidal_momentum_matrix(self, q, params=None, out=None) -> np.ndarray:
         """The centroidal momentum matrix A_G (6 x nU; (N, 6, nU) for a batch): h_G = A_G U is the spatial
@@ -474,12 +487,17 @@ class MultibodyModel:
         not in the centre of mass.  The centroidal functions are compiled on their first call, with the derivative
         functions (:meth:`derivative_binding`), as they are.  ``out=``: a preallocated C-contiguous float64 array
         of the result's shape to write into (and return), as :meth:`mass_matrix` takes."""
-        single, res = self._centroidal(q, None, params, scratch=out is not None)
-        A = res[:, :6 * self.nu].reshape(-1, 6, self.nu)
+        nu = self.nu
         if out is None:
-            return self.binding.unbatch(single, A)
-        out = self.binding.check_out(out, A.shape[1:] if single else A.shape, "centroidal_momentum_matrix")
-        out[...] = A[0] if single else A
+            single, res = self._centroidal(q, None, params)
+            return self.binding.unbatch(single, res[:, :6 * nu].reshape(-1, 6, nu))
+        n = None if np.ndim(q) == 1 else np.shape(q)[0]
+        out = self.binding.check_out(out, (6, nu) if n is None else (n, 6, nu), "centroidal_momentum_matrix")
+        flat = out.reshape(-1, 6 * nu)
+
+        def into(i, rows):
+            flat[i:i + rows.shape[0]] = rows[:, :6 * nu]
+        self._centroidal(q, None, params, into=into)
         return out
 
     def centroidal_momentum(self, q, u, params=None) -> np.ndarray:
