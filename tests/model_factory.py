@@ -174,3 +174,41 @@ def environment(name: str, value: str):
             os.environ.pop(name, None)
         else:
             os.environ[name] = old
+
+
+#: a floating robot with static bodies of every sort (fixed joints: a leaf on the base, a chain of two on link1, a
+#: force-torque link between link1 and link2, a tool on link2), whose dynamics run over the fused tree
+#: (symgen.algorithms.soa.fuse_static): test_dynamics.py and test_derivatives.py build it
+STATIC_URDF = """<robot name="fused">
+  <link name="base"><inertial><origin xyz="0.01 0.02 -0.03" rpy="0.1 0.2 0.3"/><mass value="3.0"/>
+    <inertia ixx="0.11" ixy="0.01" ixz="0.02" iyy="0.12" iyz="0.01" izz="0.13"/></inertial></link>
+  <link name="imu"><inertial><origin xyz="0.05 0 0.02"/><mass value="0.2"/>
+    <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.003"/></inertial></link>
+  <link name="link1"><inertial><origin xyz="0 0.1 0.2" rpy="0.3 0 0.1"/><mass value="1.5"/>
+    <inertia ixx="0.05" ixy="0.002" ixz="0" iyy="0.04" iyz="0.001" izz="0.03"/></inertial></link>
+  <link name="sensor"><inertial><origin xyz="0.02 0.01 0.03"/><mass value="0.4"/>
+    <inertia ixx="0.004" ixy="0.0005" ixz="0" iyy="0.005" iyz="0" izz="0.006"/></inertial></link>
+  <link name="sensor_tip"><inertial><origin xyz="0 0 0.05" rpy="0 0.4 0"/><mass value="0.3"/>
+    <inertia ixx="0.002" ixy="0" ixz="0.0003" iyy="0.003" iyz="0" izz="0.001"/></inertial></link>
+  <link name="link2"><inertial><origin xyz="0.1 0 0.1"/><mass value="1.0"/>
+    <inertia ixx="0.02" ixy="0" ixz="0.001" iyy="0.03" iyz="0" izz="0.02"/></inertial></link>
+  <link name="ft"><inertial><origin xyz="0.01 -0.02 0.03" rpy="0.2 0.1 0"/><mass value="0.6"/>
+    <inertia ixx="0.006" ixy="0.0004" ixz="0" iyy="0.004" iyz="0.0001" izz="0.005"/></inertial></link>
+  <link name="tool"><inertial><origin xyz="0 0.03 0.01"/><mass value="0.5"/>
+    <inertia ixx="0.003" ixy="0" ixz="0" iyy="0.002" iyz="0.0002" izz="0.004"/></inertial></link>
+  <joint name="imu_joint" type="fixed"><parent link="base"/><child link="imu"/>
+    <origin xyz="0.1 -0.05 0.2" rpy="0.2 -0.1 0.5"/></joint>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="link1"/><origin xyz="0 0 0.3" rpy="0 0.2 0"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+  <joint name="sensor_joint" type="fixed"><parent link="link1"/><child link="sensor"/>
+    <origin xyz="0.05 0.1 0.25" rpy="0.3 0.1 -0.2"/></joint>
+  <joint name="sensor_tip_joint" type="fixed"><parent link="sensor"/><child link="sensor_tip"/>
+    <origin xyz="0 0.02 0.07" rpy="-0.4 0 0.3"/></joint>
+  <joint name="ft_joint" type="fixed"><parent link="link1"/><child link="ft"/>
+    <origin xyz="0.03 0 0.3" rpy="0 0.3 0.2"/></joint>
+  <joint name="j2" type="revolute"><parent link="ft"/><child link="link2"/><origin xyz="0 0.02 0.1" rpy="0.1 0 0.4"/>
+    <axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="10" velocity="5"/></joint>
+  <joint name="tool_joint" type="fixed"><parent link="link2"/><child link="tool"/>
+    <origin xyz="0.2 0 0.1" rpy="0 0 0.7"/></joint>
+</robot>
+"""

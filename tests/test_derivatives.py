@@ -138,13 +138,13 @@ def test_the_fused_trees_derivatives(tmp_path, monkeypatch, looped):
     with an external wrench on every body, the static ones included: central differences of FD and ID (1e-6
     relative), the per-kind form over every body (1e-10), and each lane of a batch of 2W + 3 equals the one-state
     call bit for bit.  ``looped``: the values' schedule looped too (the cost model's limits lowered)."""
-    from test_dynamics import _STATIC_URDF
+    from model_factory import STATIC_URDF
     from symgen.codegen import schedule
     from symgen.model import load_model
     from symgen.pipeline.sources import cached_model_sources
 
     path = tmp_path / "fused.urdf"
-    path.write_text(_STATIC_URDF)
+    path.write_text(STATIC_URDF)
     ref = symgen.build(str(path), floating_base=True, form="per_kind", derivatives=True)
     if looped:
         monkeypatch.setattr(schedule, "STRAIGHT_LINE_LIMIT", 10)
