@@ -189,9 +189,7 @@ def fused_tree(bodies: list, fused: list, adds: dict, layout: ModelLayout) -> tu
     :func:`symgen.algorithms.soa.fuse_static` (``adds`` its static bodies per host): the fused tree's layout (the
     model's Q, U and p: a static body has none of them) and the ``fused`` argument that says where each body's
     external force comes from."""
-    import numpy as np
-
-    from ..numeric import np_skew
+    from ..numeric import np_phi
 
     L = ModelLayout([(layout.nqh[int(b.tag)], layout.nuh[int(b.tag)]) for b in fused])
     assert (L.q0, L.u0) == ([layout.q0[int(b.tag)] for b in fused], [layout.u0[int(b.tag)] for b in fused]), \
@@ -199,10 +197,8 @@ def fused_tree(bodies: list, fused: list, adds: dict, layout: ModelLayout) -> tu
     L.params = layout.params                   # p is the model's: f_ext of every body, the static ones included
     statics = []
     for j in sorted(adds):
-        for k, R, l in adds[j]:
-            R = np.reshape(np.asarray(R, float), (3, 3))
-            phi = np.block([[R, np_skew(np.asarray(l, float)) @ R], [np.zeros((3, 3)), R]])   # soa.phi
-            statics.append((j, k, [float(x) for x in phi.ravel()]))
+        for k, R, l in adds[j]:                # phi(R, l) moves the static body's force into its host (soa.phi)
+            statics.append((j, k, [float(x) for x in np_phi([R[0:3], R[3:6], R[6:9]], l).ravel()]))
     return L, {"orig": [int(b.tag) for b in fused], "statics": statics, "nb": len(bodies)}
 
 
@@ -282,7 +278,9 @@ class PerKindForm:
     def _hosts(self) -> list:
         """The fused tree's bodies that took static bodies (:attr:`fused`), in order: each one's external force is
         gathered into a slot of 6 after the workspace's blocks; the others read theirs from p."""
-        return sorted({h for h, _, _ in self.fused["statics"]})
+        if "hosts" not in self.fused:
+            self.fused["hosts"] = sorted({h for h, _, _ in self.fused["statics"]})
+        return self.fused["hosts"]
 
     def _fe(self, vec: str) -> str:
         """The C of a step's pointer to its body's external force (``fe``)."""
@@ -936,7 +934,7 @@ class PerKindForm:
                  *([f"static const int sg_{nm}_orig[{len(self.bodies)}] = {{ {ints(self.fused['orig'])} }};  "
                     "/* the body's index in the model */",
                     f"static const int sg_{nm}_fe_slot[{len(self.bodies)}] = {{ "
-                    f"{ints(self._hosts().index(b.k) if b.k in self._hosts() else -1 for b in self.bodies)} }};  "
+                    f"{ints({h: i for i, h in enumerate(self._hosts())}.get(b.k, -1) for b in self.bodies)} }};  "
                     "/* -1, or its slot of external forces gathered with its static bodies' */",
                     f"static const int sg_{nm}_leaf[{len(self.bodies)}] = {{ "
                     f"{ints(self.kinds[i].leaf for i in self.kind_of)} }};"] if self.fused else []),

@@ -50,6 +50,7 @@ class MultibodyModel:
         # ``derivatives()`` (a callable the builder gives, returning the module with them), else unavailable
         self._derivatives_module, self._derivative_binding = derivatives, None
         self._fastcall = fastcall
+        self._centroidal_work = None     # centroidal_momentum_matrix(out=)'s chunk of rows, made on first use
         self.manifest = manifest
         self.name = manifest["name"]
         self.nq, self.nu, self.nb = manifest["nq"], manifest["nu"], manifest["nb"]
@@ -468,7 +469,7 @@ class MultibodyModel:
         if into is None:
             return single, b.call_batch("centroidal_momentum_matrix", Q, U, P, 6 * nu + 9)[0]
         n, m = Q.shape[0], self.CENTROIDAL_CHUNK
-        work = self.__dict__.get("_centroidal_work")
+        work = self._centroidal_work
         if work is None:
             work = self._centroidal_work = np.empty((m, 6 * nu + 9))
         for i in range(0, n, m):
