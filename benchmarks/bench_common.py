@@ -42,19 +42,20 @@ COPIES = 5
 
 
 def parse_robot(spec: str) -> tuple[Path, bool]:
-    """(URDF path, floating base) of a robot spec ``name[:floating]``."""
+    """(model path, floating base) of a robot spec ``name[:floating]``: a bundled or ``example-robot-data``
+    name, or the path of a URDF or an MJCF ``.xml`` (an MJCF file says its own base; ``:floating`` is for URDFs)."""
     name, sep, mode = spec.rpartition(":")
     if not sep or mode != "floating":
         name, mode = spec, ""
     p = Path(name)
-    if p.suffix == ".urdf" and p.exists():
+    if p.suffix in (".urdf", ".xml") and p.exists():
         return p.resolve(), mode == "floating"
     cand = ROOT / "examples" / "models" / f"{name}.urdf"
     if cand.exists():
         return cand, mode == "floating"
     if name in ERD:
         return erd_path(name), mode == "floating"
-    raise SystemExit(f"benchmarks: no robot {name!r} (give a .urdf path or a name in examples/models/)")
+    raise SystemExit(f"benchmarks: no robot {name!r} (give a .urdf or MJCF .xml path or a name in examples/models/)")
 
 
 def slug(spec: str) -> str:

@@ -360,8 +360,8 @@ def test_per_kind_fd_derivatives_over_two_trees():
 def test_a_long_forward_mode_takes_the_fd_derivatives_from_id_s(monkeypatch):
     """A straight-line model whose forward-mode FD derivatives are long (schedule.FD_DERIVATIVES_LTL_FROM; arm7 here,
     with the limit lowered) takes them from the ID derivatives and the LTL solve: the same derivatives as the
-    forward mode's (1e-10 relative), along the tangent and along Q, one state and a batch of 2W + 3 (its lane blocks
-    equal the one-state calls), and against central differences (1e-6)."""
+    forward mode's (1e-10 relative), along the tangent and along Q, one state and a batch of 2W + 3 (its lane blocks,
+    whose solve runs on lanes, equal the one-state calls), and against central differences (1e-6)."""
     from symgen.codegen import schedule
 
     path = ROOT / "examples" / "models" / "arm7.urdf"
@@ -374,6 +374,7 @@ def test_a_long_forward_mode_takes_the_fd_derivatives_from_id_s(monkeypatch):
 
     text = cached_model_sources(load_model(path), derivatives=True)[0]["arm7.c"]
     assert "sg_arm7_fd_derivatives_solve(" in text and "sg_arm7_fd_derivatives_w8(" not in text
+    assert "sg_arm7_fd_derivatives_solve_lanes(out) == 0" in text    # the lane blocks solve on lanes
     rng = np.random.default_rng(12)
     q, u, x = ltl.sanitize(rng.uniform(-1, 1, ltl.nq)), rng.normal(size=ltl.nu), rng.normal(size=ltl.nu)
     for tangent in (True, False):           # out = [d/dQ (nU x nQdir), d/dU, M^-1], flat

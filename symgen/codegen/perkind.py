@@ -1161,6 +1161,11 @@ class PerKindDerivatives(PerKindForm):
         nm, L, nu, nb = self.name, self.L, self.L.nu, len(self.bodies)
         ps, tau, size = L.params.size, L.params["tau"], nu * (nq + 2 * nu)
         lane, width = P.Var("l"), P.Var("SG_W")
+        solve_lanes, before_solve = self._fd_solve_lanes_function(nq)
+        on_lanes = [P.Comment("the SG_W states' solve on lanes (0: done; else the states one at a time, as the "
+                              "one-state function, which name the state whose M is not positive definite)"),
+                    P.If(P.And((P.Cmp(P.Var("tangent"), "!=", 0), P.Cmp(P.Call(solve_lanes, ("out",)), "==", 0))),
+                         [P.Return(0)])] if solve_lanes else []
         prog = P.Program([
             P.Locals(arrays=(("pu", width * ps), ("udot", width * nu)),
                      comment="each state's p with T replaced by FD's Udot"),
@@ -1169,14 +1174,119 @@ class PerKindDerivatives(PerKindForm):
             P.Loop("l", 0, width, [P.Copy("pu", lane * ps, "p", lane * ps, ps),
                                    P.Copy("pu", lane * ps + tau, "udot", lane * nu, nu)]),
             P.Invoke(f"sg_{self.model}_id_derivatives_lanes", ("q", "u", "pu", "tangent", "out")),
+            *on_lanes,
             P.Comment("each state's solve; a status names its lane: l (nb + 1) + s"),
             P.Loop("l", 0, width, [P.Invoke(f"sg_{self.model}_fd_derivatives_solve", ("tangent", P.At("out", lane * size)),
                                             status_base=lane * self.status_stride)])])
         lines = c_lines(prog, declared=("i", "l", "s", "c", "ndq"))
         before = [f"int sg_{self.model}_id_derivatives_lanes(const double *q, const double *u, const double *p, int tangent, "
-                  "double *out);"]
+                  "double *out);", *before_solve]
         return {"ins": [], "lines": lines, "out_size": size, "unused": [], "before": before, "with_function": True,
                 "sincos": False}
+
+    def _fd_solve_lanes_function(self, nq: int) -> tuple:
+        """``(name, lines)``: ``sg_<m>_fd_derivatives_solve_lanes(double *out)``, :meth:`fd_solve_lanes_program`
+        printed on lanes, for the lane batch's states along the tangent, or ``(None, [])`` where the solve's rows
+        of SG_W states would pass :data:`symgen.codegen.schedule.FD_SOLVE_LANES_MAX_BYTES`."""
+        from . import schedule
+
+        nu = self.L.nu
+        if (nu * 3 * nu + self._ltl_entries()[1]) * 8 * 8 > schedule.FD_SOLVE_LANES_MAX_BYTES:
+            return None, []
+        name = f"sg_{self.model}_fd_derivatives_solve_lanes"
+        body = c_lines(self.fd_solve_lanes_program(nq), lanes=True)
+        return name, ["/* the solve of forward dynamics' derivatives for SG_W states along the tangent, lane l state l "
+                      "(its row of out at l * nU (nQ + 2 nU)): the one-state solve's operations on vectors, so the same "
+                      "bits; returns 0, or 1 where a lane's M is not positive definite (out untouched) */",
+                      f"SG_LANE_TARGET static int {name}(double *out)", "{",
+                      *("    " + x for x in body), "    return 0;", "}"]
+
+    def _ltl_entries(self) -> tuple:
+        """``(index, n)``: where L's entry (d, i) (i = d or an ancestor of d) sits in a packed array of the n
+        entries of M's tree sparsity (-1 elsewhere), row by row."""
+        lam, nu = self.u_path(), self.L.nu
+        index, n = [-1] * (nu * nu), 0
+        for d in range(nu):
+            i = d
+            while i >= 0:
+                index[d * nu + i], n = n, n + 1
+                i = lam[i]
+        return index, n
+
+    def fd_solve_lanes_program(self, nq: int) -> P.Program:
+        """The solve of :meth:`fd_solve_program` along the tangent for SG_W states on lanes: M's entries on the tree
+        (packed, :meth:`_ltl_entries`) and W's rows gathered from the states' rows of out, the same factorization and
+        solves on vectors (the one-state solve's operations in its order, each lane's the same bits), out's blocks
+        scattered back.  A pivot that is not positive in a lane returns 1 before out is written (the caller then
+        solves the states one at a time, which names it)."""
+        nu, lam = self.L.nu, self.u_path()
+        pos, lo, hi = self.u_preorder(lam)
+        lidx, nl = self._ltl_entries()
+        S = 3 * nu                                     # W's row: [U block | M^-1 block | Q block], no padding
+        size = nu * (nq + 2 * nu)                        # a state's row of out (its Q block nU x nQ long)
+        a, c, d, i, j, l = (P.Var(v) for v in ("a", "c", "d", "i", "j", "l"))
+        row = lambda x: P.mul(l, size) + x               # noqa: E731  lane l's entry x of out
+        Lv = lambda r, col: P.Elem("Lv", P.Lookup("lidx", P.add(P.mul(r, nu), col)))  # noqa: E731
+        Wr = lambda r, col: P.Elem("W", P.add(P.mul(r, S), col))  # noqa: E731
+        lanes = lambda body: P.Loop("l", 0, P.Var("SG_W"), body)  # noqa: E731
+        spans = [(P.Lookup("lo", i), P.Lookup("hi", i)), (P.add(nu, P.Lookup("pos", i)), P.add(nu, P.Lookup("hi", i))),
+                 (P.add(2 * nu, P.Lookup("lo", i)), P.add(2 * nu, P.Lookup("hi", i)))]
+
+        def over_spans(body):
+            return [P.Loop("c", s0, s1, body) for s0, s1 in spans]
+        return P.Program([
+            P.Locals(arrays=(("W", nu * S), ("Lv", nl)),
+                     tables=(("lam", tuple(lam)), ("pos", tuple(pos)), ("lo", tuple(lo)), ("hi", tuple(hi)),
+                             ("lidx", tuple(lidx))),
+                     comment="W: the solve's rows, Lv: M's entries on the tree, then L's (lidx: where (d, i) sits)"),
+            P.Comment("M's entries on the tree, lane l from state l"),
+            P.Loop("d", 0, nu, [P.Ancestors("i", d, "lam", inclusive=True, body=[lanes([
+                P.Set(P.Elem("Lv", Lv(d, i).index, l),
+                      P.Elem("out", row(P.add(2 * nu * nu, P.mul(d, nu), i))))])])]),
+            P.Comment("M = L^T L in place, as the one-state solve (a pivot that is not positive: 1)"),
+            P.Loop("d", 0, nu, down=True, body=[
+                lanes([P.Check(P.Elem("Lv", Lv(d, d).index, l), 1, "M is not positive definite"),
+                       P.Set(P.Elem("Lv", Lv(d, d).index, l), P.Fn("sqrt", P.Elem("Lv", Lv(d, d).index, l)))]),
+                P.Ancestors("i", d, "lam", [P.Set(Lv(d, i), Lv(d, d), "/=")]),
+                P.Ancestors("i", d, "lam", [P.Ancestors("j", i, "lam", inclusive=True, body=[
+                    P.Set(Lv(i, j), P.Bin("*", Lv(d, i), Lv(d, j)), "-=")])])]),
+            P.Comment("W's rows = [-dRNEA/dU | I | -dRNEA/dQ | 0], the U columns in depth-first order"),
+            P.Loop("a", 0, nu, [
+                P.Zero("W", P.add(P.mul(a, S), nu), nu),
+                P.Loop("c", 0, nu, [lanes([
+                    P.Set(P.Elem("W", P.add(P.mul(a, S), P.Lookup("pos", c)), l),
+                          P.Neg(P.Elem("out", row(P.add(nu * nu, P.mul(a, nu), c))))),
+                    P.Set(P.Elem("W", P.add(P.mul(a, S), 2 * nu, P.Lookup("pos", c)), l),
+                          P.Neg(P.Elem("out", row(P.add(P.mul(a, nu), c)))))])]),
+                lanes([P.Set(P.Elem("W", P.add(P.mul(a, S), nu, P.Lookup("pos", a)), l), P.Num(1.0))])]),
+            P.Comment("L^T Y = W, row i over the places where it is not zero"),
+            P.Loop("i", 0, nu, down=True, body=[P.Block([
+                P.Bind("r", "W", P.mul(i, S)), P.Def("lii", P.Bin("/", P.Num(1.0), Lv(i, i))),
+                *over_spans([P.Set(P.Elem("r", c), P.Scalar("lii"), "*=")]),
+                P.Ancestors("j", i, "lam", [P.Block([
+                    P.Bind("rj", "W", P.mul(j, S)), P.Def("lij", Lv(i, j)),
+                    *over_spans([P.Set(P.Elem("rj", c), P.Bin("*", P.Scalar("lij"), P.Elem("r", c)), "-=")])])])])]),
+            P.Comment("L X = Y, whole rows; two ancestors' rows a pass over row i, as the one-state solve"),
+            P.Loop("i", 0, nu, [P.Block([
+                P.Bind("r", "W", P.mul(i, S)), P.Def("lii", P.Bin("/", P.Num(1.0), Lv(i, i))), P.Let("h", -1),
+                P.Ancestors("j", i, "lam", [P.If(P.Cmp(P.Var("h"), "<", 0), [P.Let("h", j)], [P.Block([
+                    P.Bind("rh", "W", P.mul(P.Var("h"), S)), P.Bind("rj", "W", P.mul(j, S)),
+                    P.Def("lih", Lv(i, P.Var("h"))), P.Def("lij", Lv(i, j)),
+                    P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin(
+                        "-", P.Bin("-", P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c))),
+                        P.Bin("*", P.Scalar("lij"), P.Elem("rj", c))))]),
+                    P.Let("h", -1)])])]),
+                P.If(P.Cmp(P.Var("h"), ">=", 0), [P.Block([
+                    P.Bind("rh", "W", P.mul(P.Var("h"), S)), P.Def("lih", Lv(i, P.Var("h"))),
+                    P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c)), "-=")])])]),
+                P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Scalar("lii"), "*=")])])]),
+            P.Comment("out's blocks (row-major nU x nU: dUdot/dQ, dUdot/dU, M^-1) from W's rows, lane l to state l"),
+            P.Loop("a", 0, nu, [P.Loop("c", 0, nu, [lanes([
+                P.Set(P.Elem("out", row(P.add(P.mul(a, nu), c))), P.Elem("W", P.add(P.mul(a, S), 2 * nu, P.Lookup("pos", c)), l)),
+                P.Set(P.Elem("out", row(P.add(nu * nu, P.mul(a, nu), c))), P.Elem("W", P.add(P.mul(a, S), P.Lookup("pos", c)), l)),
+                P.Set(P.Elem("out", row(P.add(2 * nu * nu, P.mul(a, nu), c))),
+                      P.Elem("W", P.add(P.mul(a, S), nu, P.Lookup("pos", c)), l))])])]),
+            P.Return(0)])
 
     def _fd_solve(self, nq: int) -> tuple:
         """``(arrays, tables, statements)`` of the solve: M = L^T L with L of M's tree sparsity (Featherstone's LTL

@@ -21,6 +21,8 @@ def index(x) -> str:
         return x.name
     if isinstance(x, P.Lookup):
         return f"{x.table}[{index(x.index)}]"
+    if isinstance(x, P.Call):
+        return f"{x.function}({', '.join(_arg(a) for a in x.args)})"
     if isinstance(x, P.Wide):
         inner = index(x.x)
         return f"(long){inner}" if isinstance(P.ix(x.x), (int, P.Var, P.Lookup)) else f"(long)({inner})"

@@ -68,6 +68,13 @@ CRBA_LOOPED_FROM = 100
 #: floating humanoid (17,900 lines) ran 15.2 forward-mode against 24.2 that way (2026-11-30), so it keeps them
 FD_DERIVATIVES_LTL_FROM = 20000
 
+#: the forward-dynamics derivatives' lane batch solves its SG_W states on lanes (each state's numbers on a lane, every
+#: operation a vector one: :meth:`symgen.codegen.perkind.PerKindDerivatives.fd_solve_lanes_program`) while the
+#: solve's rows of SG_W states take at most this many bytes at 8 lanes: Talos's 292 kB sit in the core's 2 MB L2,
+#: tiago_dual's 2.2 MB would not (and would sit on the stack), so its states keep the one-state solve, whose rows
+#: fit the L1 cache
+FD_SOLVE_LANES_MAX_BYTES = 384 * 1024
+
 UNROLLED, LOOPED = "straight", "per_kind"
 
 

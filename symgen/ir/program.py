@@ -71,6 +71,17 @@ class Wide(IntExpr):
 
 
 @dataclass(frozen=True)
+class Call(IntExpr):
+    """The int another generated function returns (its status), called with ``args`` as :class:`Invoke`'s: a
+    condition on a call's success."""
+    function: str
+    args: tuple
+
+    def __post_init__(self):
+        _ident(self.function)
+
+
+@dataclass(frozen=True)
 class Sum(IntExpr):
     """``terms[0] + terms[1] + ...`` (a constant term last)."""
     terms: tuple
