@@ -124,11 +124,17 @@ def test_rollout_blocks_equal_one_case_calls(pair, method):
         _same(out[key], ref[key], f"{mb.name} rollout {key}: W{w} vs W{HOST}")
 
 
-@pytest.mark.parametrize("name", ["arm7.urdf"])
-def test_derivative_lane_batches_at_the_smaller_width(name):
+@pytest.mark.parametrize("name,ltl", [("arm7.urdf", False), ("arm7.urdf", True)], ids=["forward-mode", "ltl"])
+def test_derivative_lane_batches_at_the_smaller_width(name, ltl, monkeypatch):
     """The derivatives' lane-batch form at the smaller width: each state equals the one-state function, bit for
     bit, and the host width's batch; 2W + 3 states (full blocks and a tail).  arm7 only: a tree's derivative
-    module costs about 30 s of compiling per width, and the lane code is the same text at every width."""
+    module costs about 30 s of compiling per width, and the lane code is the same text at every width.  ``ltl``:
+    FD's derivatives from ID's and the LTL solve (schedule.FD_DERIVATIVES_LTL_FROM lowered), whose lane blocks
+    solve on lanes (PerKindDerivatives.fd_solve_lanes_program)."""
+    if ltl:
+        from symgen.codegen import schedule
+
+        monkeypatch.setattr(schedule, "FD_DERIVATIVES_LTL_FROM", 100)
     w = WIDTHS[0]
     with _lane_width(w):
         mb = _build(name, derivatives=True)
