@@ -993,6 +993,36 @@ def _unpack_s(x) -> tuple:
     return [[x[0], x[1], x[2]], [x[1], x[3], x[4]], [x[2], x[4], x[5]]], x[6:9]
 
 
+def _ltl_update(L, d) -> list:
+    """The LTL factorization's step for row ``d`` once its pivot L_dd is taken: the row's entries divided by L_dd,
+    then their products taken from the ancestors' rows (``L(r, col)``: where the factor's entry sits, a state's
+    double or a lane vector; the same operations in the same order either way)."""
+    i, j = P.Var("i"), P.Var("j")
+    return [P.Ancestors("i", d, "lam", [P.Set(L(d, i), L(d, d), "/=")]),
+            P.Ancestors("i", d, "lam", [P.Ancestors("j", i, "lam", inclusive=True, body=[
+                P.Set(L(i, j), P.Bin("*", L(d, i), L(d, j)), "-=")])])]
+
+
+def _l_solve_rows(L, nu: int, S: int):
+    """L X = Y in place on the ``S``-column rows of ``W``, row i after its ancestors: two ancestors' rows a pass
+    over row i (held in h until its pair comes), in the order of one at a time, so the same bits with row i read
+    and written half as often (``L(r, col)`` as in :func:`_ltl_update`)."""
+    i, j, c, h = P.Var("i"), P.Var("j"), P.Var("c"), P.Var("h")
+    return P.Loop("i", 0, nu, [P.Block([
+        P.Bind("r", "W", P.mul(i, S)), P.Def("lii", P.Bin("/", P.Num(1.0), L(i, i))), P.Let("h", -1),
+        P.Ancestors("j", i, "lam", [P.If(P.Cmp(h, "<", 0), [P.Let("h", j)], [P.Block([
+            P.Bind("rh", "W", P.mul(h, S)), P.Bind("rj", "W", P.mul(j, S)),
+            P.Def("lih", L(i, h)), P.Def("lij", L(i, j)),
+            P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin(
+                "-", P.Bin("-", P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c))),
+                P.Bin("*", P.Scalar("lij"), P.Elem("rj", c))))]),
+            P.Let("h", -1)])])]),
+        P.If(P.Cmp(h, ">=", 0), [P.Block([
+            P.Bind("rh", "W", P.mul(h, S)), P.Def("lih", L(i, h)),
+            P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c)), "-=")])])]),
+        P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Scalar("lii"), "*=")])])])
+
+
 class _StepDual(DualTape):
     """A per-kind step traced on dual numbers: its workspace stores and its adds into the parent write the
     tangents into the tangent workspace (``w[i] = x`` -> ``dw[i] = dx``, ``wp[i] += x`` -> ``dwp[i] += dx``),
@@ -1247,9 +1277,7 @@ class PerKindDerivatives(PerKindForm):
             P.Loop("d", 0, nu, down=True, body=[
                 lanes([P.Check(P.Elem("Lv", Lv(d, d).index, l), 1, "M is not positive definite"),
                        P.Set(P.Elem("Lv", Lv(d, d).index, l), P.Fn("sqrt", P.Elem("Lv", Lv(d, d).index, l)))]),
-                P.Ancestors("i", d, "lam", [P.Set(Lv(d, i), Lv(d, d), "/=")]),
-                P.Ancestors("i", d, "lam", [P.Ancestors("j", i, "lam", inclusive=True, body=[
-                    P.Set(Lv(i, j), P.Bin("*", Lv(d, i), Lv(d, j)), "-=")])])]),
+                *_ltl_update(Lv, d)]),
             P.Comment("W's rows = [-dRNEA/dU | I | -dRNEA/dQ | 0], the U columns in depth-first order"),
             P.Loop("a", 0, nu, [
                 P.Zero("W", P.add(P.mul(a, S), nu), nu),
@@ -1266,20 +1294,8 @@ class PerKindDerivatives(PerKindForm):
                 P.Ancestors("j", i, "lam", [P.Block([
                     P.Bind("rj", "W", P.mul(j, S)), P.Def("lij", Lv(i, j)),
                     *over_spans([P.Set(P.Elem("rj", c), P.Bin("*", P.Scalar("lij"), P.Elem("r", c)), "-=")])])])])]),
-            P.Comment("L X = Y, whole rows; two ancestors' rows a pass over row i, as the one-state solve"),
-            P.Loop("i", 0, nu, [P.Block([
-                P.Bind("r", "W", P.mul(i, S)), P.Def("lii", P.Bin("/", P.Num(1.0), Lv(i, i))), P.Let("h", -1),
-                P.Ancestors("j", i, "lam", [P.If(P.Cmp(P.Var("h"), "<", 0), [P.Let("h", j)], [P.Block([
-                    P.Bind("rh", "W", P.mul(P.Var("h"), S)), P.Bind("rj", "W", P.mul(j, S)),
-                    P.Def("lih", Lv(i, P.Var("h"))), P.Def("lij", Lv(i, j)),
-                    P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin(
-                        "-", P.Bin("-", P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c))),
-                        P.Bin("*", P.Scalar("lij"), P.Elem("rj", c))))]),
-                    P.Let("h", -1)])])]),
-                P.If(P.Cmp(P.Var("h"), ">=", 0), [P.Block([
-                    P.Bind("rh", "W", P.mul(P.Var("h"), S)), P.Def("lih", Lv(i, P.Var("h"))),
-                    P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c)), "-=")])])]),
-                P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Scalar("lii"), "*=")])])]),
+            P.Comment("L X = Y, whole rows, as the one-state solve"),
+            _l_solve_rows(Lv, nu, S),
             P.Comment("out's blocks (row-major nU x nU: dUdot/dQ, dUdot/dU, M^-1) from W's rows, lane l to state l"),
             P.Loop("a", 0, nu, [P.Loop("c", 0, nu, [lanes([
                 P.Set(P.Elem("out", row(P.add(P.mul(a, nu), c))), P.Elem("W", P.add(P.mul(a, S), 2 * nu, P.Lookup("pos", c)), l)),
@@ -1322,9 +1338,7 @@ class PerKindDerivatives(PerKindForm):
             P.Loop("d", 0, nu, down=True, body=[
                 P.Check(Lf(d, d), -3, "M is not positive definite"),
                 P.Set(Lf(d, d), P.Fn("sqrt", Lf(d, d))),
-                P.Ancestors("i", d, "lam", [P.Set(Lf(d, i), Lf(d, d), "/=")]),
-                P.Ancestors("i", d, "lam", [P.Ancestors("j", i, "lam", inclusive=True, body=[
-                    P.Set(Lf(i, j), P.Bin("*", Lf(d, i), Lf(d, j)), "-=")])])]),
+                *_ltl_update(Lf, d)]),
             P.Comment("W's rows = [-dRNEA/dU | I | -dRNEA/dQ | 0], the U columns in depth-first order"),
             P.Zero("W", 0, nu * S),
             P.Loop("i", 0, nu, [
@@ -1343,19 +1357,7 @@ class PerKindDerivatives(PerKindForm):
                     *over_spans([P.Set(P.Elem("rj", c), P.Bin("*", P.Scalar("lij"), P.Elem("r", c)), "-=")])])])])]),
             P.Comment("L X = Y, whole rows; two ancestors' rows a pass over row i (held in h until its pair comes), "
                       "in the order of one at a time: the same bits, row i read and written half as often"),
-            P.Loop("i", 0, nu, [P.Block([
-                P.Bind("r", "W", P.mul(i, S)), P.Def("lii", P.Bin("/", P.Num(1.0), Lf(i, i))), P.Let("h", -1),
-                P.Ancestors("j", i, "lam", [P.If(P.Cmp(P.Var("h"), "<", 0), [P.Let("h", j)], [P.Block([
-                    P.Bind("rh", "W", P.mul(P.Var("h"), S)), P.Bind("rj", "W", P.mul(j, S)),
-                    P.Def("lih", Lf(i, P.Var("h"))), P.Def("lij", Lf(i, j)),
-                    P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin(
-                        "-", P.Bin("-", P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c))),
-                        P.Bin("*", P.Scalar("lij"), P.Elem("rj", c))))]),
-                    P.Let("h", -1)])])]),
-                P.If(P.Cmp(P.Var("h"), ">=", 0), [P.Block([
-                    P.Bind("rh", "W", P.mul(P.Var("h"), S)), P.Def("lih", Lf(i, P.Var("h"))),
-                    P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Bin("*", P.Scalar("lih"), P.Elem("rh", c)), "-=")])])]),
-                P.Loop("c", 0, S, [P.Set(P.Elem("r", c), P.Scalar("lii"), "*=")])])]),
+            _l_solve_rows(Lf, nu, S),
             P.Comment("out's blocks (row-major nU x m: dUdot/dQ, dUdot/dU, M^-1) from W's rows"),
             P.Loop("i", 0, nu, [
                 P.Loop("c", 0, ndq, [P.Set(P.Elem("out", P.add(P.mul(i, ndq), c)), Wr(i, q_place(c)))]),
