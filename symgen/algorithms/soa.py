@@ -1122,7 +1122,8 @@ def centroidal_momentum_matrix(T: Tape, bodies, n_u: int, io):
     axes; Orin and Goswami's CMM), h_G = A_G U and c:  out = [A_G row-major, h_G (6), c (3)]; the
     :func:`grounded` bodies are the ground.  Composite
     inertias tip to base (:func:`crba_composite`, as M's); each body's columns F = Ic H carried to the
-    newtonian frame (its world pose) and to c:  A_G[:, b] = shift(c, phi(X_0b) Ic_b H_b)."""
+    newtonian frame (its world pose) and to c:  A_G[:, b] = shift(c, phi(X_0b) Ic_b H_b), taken as
+    phi(R_0b, l_0b - c) Ic_b H_b (one cross product a column)."""
     u = io.u(T)
     T.comment("kinematics base to tip: X_pb, H, world poses X_0b")
     kin, world = [], []
@@ -1134,15 +1135,16 @@ def centroidal_momentum_matrix(T: Tape, bodies, n_u: int, io):
     Ic = composite_inertias(T, bodies, kin)
     T.comment("mass and centre of mass c from the roots' composite inertias")
     _, c = centre_of_mass(T, bodies, kin, Ic)
-    T.comment("columns: A_G[:, k] = shift(c, phi(X_0b) Ic H)  (the modes': shift(c, phi(X_0b) M_Ve))")
+    T.comment("columns: A_G[:, k] = phi(R_0b, l_0b - c) Ic H, shift(c, phi(X_0b) f) in one  (the modes': f = M_Ve)")
     cols = [None] * n_u
     for b in bodies:
+        R0, l0 = world[b.k]
         F = [rigid_apply(T, *Ic[b.k], h) for h in kin[b.k]["H"]]
+        nh = len(F)
+        F += kin[b.k]["modal"]["MVe"] if b.flex else []
+        lc = [T.add(x, T.neg(ci)) for x, ci in zip(l0, c)] if F else None     # body b's origin from c, world axes
         for j, f in enumerate(F):
-            cols[b.u0 + j] = shift(T, c, phi(T, *world[b.k], f))
-        if b.flex:
-            for j, f in enumerate(kin[b.k]["modal"]["MVe"]):
-                cols[b.flex.u0 + j] = shift(T, c, phi(T, *world[b.k], f))
+            cols[(b.u0 + j) if j < nh else (b.flex.u0 + j - nh)] = phi(T, R0, lc, f)
     for j, col in enumerate(cols):
         for i, x in enumerate(col):
             T.store(io.out(i * n_u + j), x)
