@@ -1138,13 +1138,16 @@ def centroidal_momentum_matrix(T: Tape, bodies, n_u: int, io):
     T.comment("columns: A_G[:, k] = phi(R_0b, l_0b - c) Ic H, shift(c, phi(X_0b) f) in one  (the modes': f = M_Ve)")
     cols = [None] * n_u
     for b in bodies:
-        R0, l0 = world[b.k]
         F = [rigid_apply(T, *Ic[b.k], h) for h in kin[b.k]["H"]]
-        nh = len(F)
-        F += kin[b.k]["modal"]["MVe"] if b.flex else []
-        lc = [T.add(x, T.neg(ci)) for x, ci in zip(l0, c)] if F else None     # body b's origin from c, world axes
-        for j, f in enumerate(F):
-            cols[(b.u0 + j) if j < nh else (b.flex.u0 + j - nh)] = phi(T, R0, lc, f)
+        places = list(range(b.u0, b.u0 + len(F)))
+        if b.flex:
+            F += kin[b.k]["modal"]["MVe"]
+            places += range(b.flex.u0, b.flex.u0 + len(kin[b.k]["modal"]["MVe"]))
+        if F:
+            R0, l0 = world[b.k]
+            lc = [T.add(x, T.neg(ci)) for x, ci in zip(l0, c)]     # body b's origin from c, world axes
+            for k, f in zip(places, F):
+                cols[k] = phi(T, R0, lc, f)
     for j, col in enumerate(cols):
         for i, x in enumerate(col):
             T.store(io.out(i * n_u + j), x)
