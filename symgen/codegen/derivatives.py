@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import re
 
+from ..ir import program as P
+from .printer import c_lines
+
 #: derivative functions longer than this (scalar and lane statements) are not generated: the model's derivative
 #: calls raise, naming the limit (the straight-line form's compile time grows with its length)
 DERIVATIVE_MAX_LINES = 40000
@@ -162,10 +165,11 @@ def _live_entries(T) -> dict:
 
 
 def _kernel_calls(calls, items) -> list:
-    """The one-state function's hinge kernel arrays and calls: ``items`` (body, array, kernel, size, ...)."""
+    """The one-state function's hinge kernel arrays and calls (statements of a looped program): ``items`` (body,
+    array, kernel, size, ...)."""
     head = []
     for b, arr, kernel, size, *_ in items:
-        head += [f"double {arr}[{size}];  /* '{b.name}' */", calls(b.name, kernel, arr)]
+        head += [P.Locals(arrays=((arr, size),), comment=f"'{b.name}'"), P.Traced([calls(b.name, kernel, arr)])]
     return head
 
 
@@ -266,21 +270,25 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
                              rows_r if gk != "T" else None)
     for b in bodies:
         if b.k in n_maps:
-            head += [f"double N{b.k}[{layout[b.name]['nq'] * b.nu}];  /* '{b.name}': Qdot = N U */",
-                     calls(b.name, "qdot_map", f"N{b.k}")]
+            head += [P.Locals(arrays=((f"N{b.k}", layout[b.name]["nq"] * b.nu),), comment=f"'{b.name}': Qdot = N U"),
+                     P.Traced([calls(b.name, "qdot_map", f"N{b.k}")])]
     covered = sum(n for _, gk, g in plan if gk == "q" for _, _, n in _coords("q", g, layout))
-    zero = [f"if (!tangent) for (i = 0; i < {nu * nq}; ++i) out[i] = 0.0;  /* Q's without a U: zero */"] \
-        if covered < nq else []
+    tangent = P.Cmp(P.Var("tangent"), "!=", 0)
+    i = P.Var("i")
     # ndq: the column count of d/dQ (nU tangent, else nQ); a model without U reads none of it
-    uses_ndq = any(re.search(r"\bndq\b", ln) for ln in body)
-    lines = calls.head() + head + scalar + ([f"ndq = tangent ? {nu} : {nq};"] if uses_ndq else []) + zero + body + \
-        ["return 0;"]
-    decl = ["int i, l, s, c" + (", ndq;" if uses_ndq else ";"), "const sg_dv sg_dv_zero = {0.0};"]
-    unused = [f"(void){x};" for x in ("q", "u", "p", "i", "l", "s", "c", "sg_dv_zero", "tangent", "out")
-              if not any(re.search(rf"\b{x}\b", ln) for ln in lines)]
+    prog = P.Program([
+        P.Locals(zero=True), P.Traced(calls.head()), *head, P.Traced(scalar),
+        *([P.Let("ndq", P.Select(tangent, nu, nq))] if body else []),
+        *([P.If(P.Cmp(P.Var("tangent"), "==", 0), [P.Comment("Q's without a U: zero"),
+                                                   P.Loop("i", 0, nu * nq, [P.Set(P.Elem("out", i), P.Num(0.0))])])]
+          if covered < nq else []),
+        *body, P.Return(0)])
+    # the traced statements' own loops run over l (a group's lanes)
+    lines = c_lines(prog, vector="sg_dv", zero="sg_dv_zero", ints=("l",),
+                    unused=("q", "u", "p", "l", "sg_dv_zero", "tangent", "out"))
     lanes_form = None if lane_head is None else \
         _lane_form(kind, T, plan, nonzero, lane_arrays, bodies, L, layout, kernel_arrays, lane_head, covered < nq)
-    return {"lines": decl + unused + lines, "lanes": lanes_form}
+    return {"lines": lines, "lanes": lanes_form}
 
 
 #: lane-batch derivative functions longer than this are not generated (their batches go one state at a time).
@@ -331,47 +339,77 @@ def _lane_form(kind, T, plan, nonzero, lane_arrays, bodies, L, layout, kernel_ar
                list(range(layout[by_k[k].name]["nq"] * by_k[k].nu))) for k in sorted(n_maps)]
     head, _, _, angles = lane_head(items, strides, size)
     ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
-    zero = [f"if (!tangent) for (l = 0; l < SG_W; ++l) for (i = 0; i < {nu * nq}; ++i) "
-            f"out[(long)l * {out_size} + i] = 0.0;  /* Q's without a U: zero */"] if q_without_u else []
-    minv = [f"sg_vd Minv_l[{nu * nu}];  /* M^-1, from the directions of T */"] if kind == "fd" and \
+    l, i = P.Var("l"), P.Var("i")
+    zero = [P.If(P.Cmp(P.Var("tangent"), "==", 0), [P.Comment("Q's without a U: zero"), P.Loop("l", 0, P.Var("SG_W"), [
+        P.Loop("i", 0, nu * nq, [P.Set(P.Elem("out", P.add(P.mul(P.Wide(l), out_size), i)), P.Num(0.0))])])])] \
+        if q_without_u else []
+    minv = [P.Locals(arrays=(("Minv_l", nu * nu),), comment="M^-1, from the directions of T")] if kind == "fd" and \
         any(gk == "T" for _, gk, _ in plan) else []
-    lines = minv + head + scalar + [f"ndq = tangent ? {nu} : {nq};"] + zero + body
+    prog = P.Program([*minv, P.Traced(head), P.Traced(scalar),
+                      P.Let("ndq", P.Select(P.Cmp(P.Var("tangent"), "!=", 0), nu, nq)), *zero, *body])
+    lines = c_lines(prog, lanes=True, declared=("i", "l", "s", "c", "ndq"), zero="sg_vd_zero")
     return {"ins": ins, "lines": lines, "out_size": out_size, "sincos": bool(angles),
             "unused": [a for a in ("q", "u", "p", "tangent") if not any(
                 re.search(rf"\b{a}\b", ln) for ln in lines) and a not in size]}
 
 
-def _group_head(key, gk, g, layout, nu, nq, step):
-    """What both forms of a group's block start with: ``(coords, the seed array, its size, the first column of
-    out's block, the opening lines)``: the group's direction tables (tangent: the U of its bodies, Qdot = N e_j;
-    else each Q_i) and the loop over them, ``step`` at a time (SG_DW, or 1 in the lane-batch form)."""
-    coords = list(_coords(gk, g, layout))
+def _group_head(key, gk, g, layout, nu, nq):
+    """What both forms of a group's block start with: ``(coords, the seed array, its size, the most directions,
+    the block's first statements, dirs)``: its comment, its direction tables (tangent: the U of its bodies,
+    Qdot = N e_j; else each Q_i: they differ along Q only) and ``nd``, their count; ``dirs(at)``: the index
+    expression of the group's direction ``at``."""
+    coords = [(b, c0, n) for b, c0, n in _coords(gk, g, layout) if n]
     names = ", ".join(f"'{b.name}'" for b in g)
     if gk == "q":
         dirs_t = [b.u0 + j for b in g if layout[b.name]["nq"] for j in range(b.nu)]
         dirs_q = [c0 + i for _, c0, n in coords for i in range(n)]
-        first = "0"
     else:
         dirs_t = dirs_q = [c0 + i for _, c0, n in coords for i in range(n)]
-        first = "ndq" if gk == "u" else f"ndq + {nu}"
-    lines = [f"{{  /* directions {'along Q' if gk == 'q' else 'of U' if gk == 'u' else 'of T (or Udot)'} of {names} */",
-             f"    static const int dirs_t[{len(dirs_t)}] = {{{', '.join(map(str, dirs_t))}}};",
-             f"    static const int dirs_q[{len(dirs_q)}] = {{{', '.join(map(str, dirs_q))}}};",
-             "    const int *dirs = tangent ? dirs_t : dirs_q;",
-             f"    const int nd = tangent ? {len(dirs_t)} : {len(dirs_q)};",
-             f"    for (s = 0; s < nd; {'++s' if step == 1 else f's += {step}'}) {{"]
-    return coords, f"s{key}", nq if gk == "q" else nu, first, max(len(dirs_t), len(dirs_q)), lines
+    tangent = P.Cmp(P.Var("tangent"), "!=", 0)
+    if dirs_t == dirs_q:
+        tables = (("dirs", dirs_t),)
+
+        def dirs(at):
+            return P.Lookup("dirs", at)
+    else:
+        tables = (("dirs_t", dirs_t), ("dirs_q", dirs_q))
+
+        def dirs(at):
+            return P.Select(tangent, P.Lookup("dirs_t", at), P.Lookup("dirs_q", at))
+    what = "along Q" if gk == "q" else "of U" if gk == "u" else "of T (or Udot)"
+    nd = P.Select(tangent, len(dirs_t), len(dirs_q)) if len(dirs_t) != len(dirs_q) else len(dirs_t)
+    head = [P.Comment(f"directions {what} of {names}"), P.Locals(tables=tables), P.Let("nd", nd)]
+    return coords, f"s{key}", nq if gk == "q" else nu, max(len(dirs_t), len(dirs_q)), head, dirs
+
+
+def _column(gk, nu, d):
+    """``(offset, stride)``: where the column of a group's direction ``d`` (an index expression: Q's, U's or
+    T's) starts in out = [d/dQ (nU x ndq), d/dU (nU x nU), d/dT (nU x nU)], each row-major, and its row stride."""
+    ndq = P.Var("ndq")
+    if gk == "q":
+        return d, ndq
+    return P.add(P.mul(nu, ndq), nu * nu if gk == "T" else 0, d), nu
+
+
+def _into_column(gk, nu, d, value, state=None, size=0):
+    """Direction ``d``'s nU derivatives (``value(i)``: the double of output i) into its column of out (``state``:
+    an index expression, the state whose row of out, ``size`` doubles a state)."""
+    i = P.Var("i")
+    off, stride = _column(gk, nu, d)
+    at = P.add(off, P.mul(i, stride)) if state is None else P.add(P.mul(P.Wide(state), size), off, P.mul(i, stride))
+    return P.Loop("i", 0, nu, [P.Set(P.Elem("out", at), value(i))])
 
 
 def _q_seed_fills(coords, arr, n_maps, lane):
     """The tangent Q seeds of direction d (a U of one of the group's bodies): column d - u0 of its N(Q) into the
-    seeds of its Q (``lane``: the subscript of a direction's lane, "" in the lane-batch form)."""
+    seeds of its Q (``lane``: the lane of a direction, None in the lane-batch form)."""
+    d, i = P.Var("d"), P.Var("i")
     fills = []
     for b, c0, n in coords:
         if b.nu:
             n_maps.add(b.k)
-            fills.append(f"if (d >= {b.u0} && d < {b.u0 + b.nu}) "
-                         f"for (i = 0; i < {n}; ++i) {arr}[{c0} + i]{lane} = N{b.k}[i * {b.nu} + d - {b.u0}];")
+            fills.append(P.If(P.And((P.Cmp(d, ">=", b.u0), P.Cmp(d, "<", b.u0 + b.nu))), [P.Loop("i", 0, n, [
+                P.Set(P.Elem(arr, P.add(c0, i), lane), P.Elem(f"N{b.k}", P.add(P.mul(i, b.nu), d, -b.u0)))])]))
     return fills
 
 
@@ -379,92 +417,91 @@ def _lane_group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, out_siz
     """:func:`_group_block` for the lane-batch form: the group's directions one at a time, each a vector of SG_W
     states; its rows into each state's out (``out_size`` doubles per state).  ``keeps_minv``: the group is forward
     dynamics' T directions, whose results (M^-1's columns) are kept in ``Minv_l`` for ``times_minv``'s groups."""
-    coords, arr, size, first, nd_max, out = _group_head(key, gk, g, layout, nu, nq, 1)
-    out += ["        const int d = dirs[s];"]
+    coords, arr, size, nd_max, head, dirs = _group_head(key, gk, g, layout, nu, nq)
+    s, d, i, c, l = (P.Var(v) for v in "sdicl")
+    W, res = P.Var("SG_W"), f"r{key}"
+    one = P.Bin("+", P.Zeros(), P.Num(1.0))
+    step = [P.Let("d", dirs(s))]
+    locs = P.Locals(arrays=((res, nu),) + (((arr, size),) if seeded else ()))
     if seeded:
-        out += [f"        sg_vd {arr}[{size}];  /* the seeds: direction d, in every state */",
-                *[f"        for (i = {c0}; i < {c0 + n}; ++i) {arr}[i] = sg_vd_zero;" for _, c0, n in coords]]
-        if gk == "q":
-            out += [f"        if (!tangent) {arr}[d] = sg_vd_zero + 1.0;", "        else {",
-                    *[f"            {x}" for x in _q_seed_fills(coords, arr, n_maps, "")], "        }"]
-        else:
-            out += [f"        {arr}[d] = sg_vd_zero + 1.0;"]
-    res = f"r{key}"
-    out += [f"        sg_vd {res}[{nu}];  /* the derivatives along direction d, one state per lane */",
-            *[f"        {x}" for x in lanes]]
-    column = "sg_deriv_column({nu}, ndq, {first} + {d}, out + (long)l * {size}, &ncol)"
+        step += [P.Comment("the seeds: direction d, in every state"),
+                 *[P.Loop("i", c0, c0 + n, [P.Set(P.Elem(arr, i), P.Zeros())]) for _, c0, n in coords]]
+        step += [P.If(P.Cmp(P.Var("tangent"), "==", 0), [P.Set(P.Elem(arr, d), one)],
+                      _q_seed_fills(coords, arr, n_maps, None))] if gk == "q" else [P.Set(P.Elem(arr, d), one)]
+    step += [P.Comment("the derivatives along direction d, one state per lane"), P.Traced(lanes)]
     if times_minv is not None:
         # M^-1 r after the loop, for every direction of the group at once: each M^-1 entry read once per row
         # and group rather than once per direction (the sums in the one-state function's order: the same bits)
         k = max(len(times_minv), 1)
-        rows = ", ".join(map(str, times_minv or [0]))
-        out[5:5] = [f"    static const int rows[{k}] = {{{rows}}};  /* where r can be nonzero */",
-                    f"    sg_vd R[{k}][{nd_max}];  /* r of each direction on those rows */"]
-        out += [f"        for (c = 0; c < {k}; ++c) R[c][s] = {res}[rows[c]];" if times_minv else
-                f"        R[0][s] = sg_vd_zero;",
-                "    }",
-                f"    for (s = nd; s < {nd_max}; ++s) for (c = 0; c < {k}; ++c) R[c][s] = sg_vd_zero;",
-                f"    for (i = 0; i < {nu}; ++i) {{  /* (M^-1 r)_i = sum_k M^-1_ik r_k */",
-                f"        sg_vd acc[{nd_max}];",
-                f"        for (s = 0; s < {nd_max}; ++s) acc[s] = sg_vd_zero;",
-                f"        for (c = 0; c < {k}; ++c) {{",
-                f"            const sg_vd m = Minv_l[i * {nu} + rows[c]];",
-                f"            for (s = 0; s < {nd_max}; ++s) acc[s] += m * R[c][s];",
-                "        }",
-                "        for (s = 0; s < nd; ++s) for (l = 0; l < SG_W; ++l) {  /* into state l's column of out */",
-                "            int ncol;",
-                f"            {column.format(nu=nu, first=first, d='dirs[s]', size=out_size)}[i * ncol] = acc[s][l];",
-                "        }",
-                "    }",
-                "}"]
-        return out
+        R = lambda c_, s_: P.Elem("R", P.add(P.mul(c_, nd_max), s_))  # noqa: E731
+        locs = P.Locals(arrays=locs.arrays + (("R", k * nd_max), ("acc", nd_max)),
+                        tables=(("rows", times_minv or [0]),), comment="R: r of each direction on the rows where "
+                        "it can be nonzero (rows)")
+        step += [P.Loop("c", 0, k, [P.Set(R(c, s), P.Elem(res, P.Lookup("rows", c)))]) if times_minv else
+                 P.Set(R(0, s), P.Zeros())]
+        rest = [P.Loop("s", P.Var("nd"), nd_max, [P.Loop("c", 0, k, [P.Set(R(c, s), P.Zeros())])]),
+                P.Comment("(M^-1 r)_i = sum_k M^-1_ik r_k, into each state's column of out"),
+                P.Loop("i", 0, nu, [
+                    P.Loop("s", 0, nd_max, [P.Set(P.Elem("acc", s), P.Zeros())]),
+                    P.Loop("c", 0, k, [P.Block([
+                        P.Def("m", P.Elem("Minv_l", P.add(P.mul(i, nu), P.Lookup("rows", c)))),
+                        P.Loop("s", 0, nd_max, [P.Set(P.Elem("acc", s), P.Bin("*", P.Scalar("m"), R(c, s)), "+=")])])]),
+                    P.Loop("s", 0, P.Var("nd"), [P.Loop("l", 0, W, [P.Set(
+                        P.Elem("out", P.add(P.mul(P.Wide(l), out_size), _column(gk, nu, dirs(s))[0],
+                                            P.mul(i, _column(gk, nu, dirs(s))[1]))),
+                        P.Elem("acc", s, l))])])])]
+        return [P.Block([*head, locs, P.Loop("s", 0, P.Var("nd"), step), *rest])]
     if keeps_minv:
-        out += [f"        for (i = 0; i < {nu}; ++i) Minv_l[i * {nu} + d] = {res}[i];  /* column d of M^-1 */"]
-    out += ["        for (l = 0; l < SG_W; ++l) {  /* into state l's column of out */",
-            "            int ncol;",
-            f"            double *m = {column.format(nu=nu, first=first, d='d', size=out_size)};",
-            f"            for (i = 0; i < {nu}; ++i) m[i * ncol] = {res}[i][l];",
-            "        }"]
-    return out + ["    }", "}"]
+        step += [P.Loop("i", 0, nu, [P.Set(P.Elem("Minv_l", P.add(P.mul(i, nu), d)), P.Elem(res, i))])]
+    step += [P.Comment("into each state's column of out"),
+             P.Loop("l", 0, W, [_into_column(gk, nu, d, lambda i_: P.Elem(res, i_, l), l, out_size)])]
+    return [P.Block([*head, locs, P.Loop("s", 0, P.Var("nd"), step)])]
 
 
 def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=None):
-    """The C block of one group: its directions SG_DW at a time, the seeds, its lane statements, its rows into out.
+    """The block of one group: its directions SG_DW at a time, the seeds, its lane statements, its rows into out.
     ``times_minv``: the rows where the group's r (one vector per row) can be nonzero, when the group's result is
     M^-1 r with the M^-1 that out's third block already holds (forward dynamics)."""
-    coords, arr, size, first, _, out = _group_head(key, gk, g, layout, nu, nq, "SG_DW")
+    coords, arr, size, _, head, dirs = _group_head(key, gk, g, layout, nu, nq)
+    s, d, i, c, l = (P.Var(v) for v in "sdicl")
+    DW, res = P.Var("SG_DW"), f"r{key}"
+    nd = P.Var("nd")
+    # the directions of this block: nl = min(SG_DW, nd - s)
+    left = P.add(nd, P.mul(-1, s))
+    step = [P.Let("nl", P.Select(P.Cmp(left, "<", DW), left, DW))]
+    vectors = ((arr, size),) if seeded else ()
     if seeded:
-        out += [f"        sg_dv {arr}[{size}];  /* the seeds: one direction per lane */",
-                *[f"        for (i = {c0}; i < {c0 + n}; ++i) {arr}[i] = sg_dv_zero;" for _, c0, n in coords],
-                "        for (l = 0; l < SG_DW && s + l < nd; ++l) {",
-                "            const int d = dirs[s + l];"]
-        if gk == "q":
-            out += ["            if (!tangent) " + f"{arr}[d][l] = 1.0;", "            else {",
-                    *[f"                {x}" for x in _q_seed_fills(coords, arr, n_maps, "[l]")], "            }"]
-        else:
-            out += [f"            {arr}[d][l] = 1.0;"]
-        out += ["        }"]
+        fills = [P.Let("d", dirs(P.add(s, l)))]
+        fills += [P.If(P.Cmp(P.Var("tangent"), "==", 0), [P.Set(P.Elem(arr, d, l), P.Num(1.0))],
+                       _q_seed_fills(coords, arr, n_maps, l))] if gk == "q" else [P.Set(P.Elem(arr, d, l), P.Num(1.0))]
+        step += [P.Comment("the seeds: one direction per lane"),
+                 *[P.Loop("i", c0, c0 + n, [P.Set(P.Elem(arr, i), P.Zeros())]) for _, c0, n in coords],
+                 P.Loop("l", 0, P.Var("nl"), fills)]
     if times_minv is None:
-        out += [f"        double r{key}[SG_DW * {nu}];  /* lane l: the derivatives along direction dirs[s + l] */",
-                *[f"        {x}" for x in lanes],
-                f"        for (l = 0; l < SG_DW && s + l < nd; ++l) "
-                f"sg_deriv_scatter({nu}, ndq, {first} + dirs[s + l], r{key} + l * {nu}, out);"]
+        locs = P.Locals(arrays=((res, P.mul(DW, nu)),), vectors=vectors,
+                        comment=f"{res}: lane l, the derivatives along direction l of the block")
+        step += [P.Traced(lanes),
+                 P.Loop("l", 0, P.Var("nl"), [_into_column(gk, nu, dirs(P.add(s, l)),
+                                                           lambda i_: P.Elem(res, P.add(P.mul(l, nu), i_)))])]
     else:
         k = len(times_minv)
-        out += [f"        sg_dv r{key}[{nu}];  /* r = dT - dRNEA, one direction per lane */",
-                f"        double y[SG_DW * {nu}];  /* lane l: M^-1 r along direction dirs[s + l] */",
-                *[f"        {x}" for x in lanes],
-                f"        static const int rows[{max(k, 1)}] = {{{', '.join(map(str, times_minv or [0]))}}};"
-                f"  /* where r can be nonzero */",
-                f"        const double *Minv = out + ndq * {nu} + {nu * nu};",
-                f"        for (i = 0; i < {nu}; ++i) {{  /* (M^-1 r)_i = sum_k M^-1_ik r_k */",
-                "            sg_dv acc = sg_dv_zero;",
-                f"            for (c = 0; c < {k}; ++c) acc += Minv[i * {nu} + rows[c]] * r{key}[rows[c]];",
-                f"            for (l = 0; l < SG_DW; ++l) y[l * {nu} + i] = acc[l];",
-                "        }",
-                f"        for (l = 0; l < SG_DW && s + l < nd; ++l) "
-                f"sg_deriv_scatter({nu}, ndq, {first} + dirs[s + l], y + l * {nu}, out);"]
-    return out + ["    }", "}"]
+        locs = P.Locals(arrays=(("y", P.mul(DW, nu)),), vectors=((res, nu),) + vectors,
+                        tables=(("rows", times_minv or [0]),),
+                        comment=f"{res}: r = dT - dRNEA, one direction per lane; y: lane l, M^-1 r along direction "
+                                f"l of the block; rows: where r can be nonzero")
+        # acc: one vector (M^-1 r)_i of the block's directions, summed over the rows where r can be nonzero
+        minv = P.add(P.mul(P.Var("ndq"), nu), nu * nu)
+        step += [P.Traced(lanes),
+                 P.Comment("(M^-1 r)_i = sum_k M^-1_ik r_k, M^-1 in out's third block"),
+                 P.Loop("i", 0, nu, [
+                     P.Block([P.Locals(vectors=(("acc", 1),)), P.Set(P.Elem("acc", 0), P.Zeros()),
+                              P.Loop("c", 0, k, [P.Set(P.Elem("acc", 0), P.Bin(
+                                  "*", P.Elem("out", P.add(minv, P.mul(i, nu), P.Lookup("rows", c))),
+                                  P.Elem(res, P.Lookup("rows", c))), "+=")]),
+                              P.Loop("l", 0, DW, [P.Set(P.Elem("y", P.add(P.mul(l, nu), i)), P.Elem("acc", 0, l))])])]),
+                 P.Loop("l", 0, P.Var("nl"), [_into_column(gk, nu, dirs(P.add(s, l)),
+                                                           lambda i_: P.Elem("y", P.add(P.mul(l, nu), i_)))])]
+    return [P.Block([*head, locs, P.Loop("s", 0, nd, step, step=DW)])]
 
 
 #: the analytic inverse-dynamics derivatives (symgen.algorithms.rnea_derivatives) longer than this (lines of the
@@ -537,10 +574,9 @@ def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays,
                derivative_kernel_arrays(T, bodies, layout)]
     items = list(kernel_arrays(T, bodies)) + d_items + n_items
     calls = calls_factory()
-    head = _kernel_calls(calls, items)
-    lines = calls.head() + head + body + ["return 0;"]
-    unused = [f"(void){x};" for x in ("q", "u", "p") if not any(re.search(rf"\b{x}\b", ln) for ln in lines)]
-    out = {"lines": unused + lines, "lanes": None}
+    kernels = _kernel_calls(calls, items)                 # before calls.head(): the calls fill it
+    prog = P.Program([P.Traced(calls.head()), *kernels, P.Traced(body), P.Return(0)])
+    out = {"lines": c_lines(prog, unused=("q", "u", "p")), "lanes": None}
     if lane_head is None:
         return out
     out_size = nu * (nq + 2 * nu)
@@ -552,15 +588,14 @@ def emit_rnea_derivatives(name, bodies, L, layout, calls_factory, kernel_arrays,
     strides = {"q": nq, "u": nu, "p": L.params.size}
     lhead, _, _, angles = lane_head(items, strides, size)
     ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
-    fallback = ["if (!tangent) {  /* full-coordinate directions: the forward mode, one state at a time */",
-                "    for (l = 0; l < SG_W; ++l) {",
-                f"        s = sg_{name}_id_derivatives(q + (long)l * {nq}, u + (long)l * {nu}, "
-                f"p + (long)l * {L.params.size}, 0, out + (long)l * {out_size});",
-                f"        if (s) return l * {len(bodies) + 1} + s;",
-                "    }",
-                "    return 0;",
-                "}",
-                "(void)ndq; (void)sg_vd_zero;"]
+    l = P.Var("l")
+    forward = P.Program([P.If(P.Cmp(P.Var("tangent"), "==", 0), [
+        P.Comment("full-coordinate directions: the forward mode, one state at a time"),
+        P.Loop("l", 0, P.Var("SG_W"), [P.Invoke(f"sg_{name}_id_derivatives", (
+            P.At("q", P.mul(P.Wide(l), nq)), P.At("u", P.mul(P.Wide(l), nu)), P.At("p", P.mul(P.Wide(l), L.params.size)),
+            0, P.At("out", P.mul(P.Wide(l), out_size))), status_base=P.mul(l, len(bodies) + 1))]),
+        P.Return(0)])])
+    fallback = c_lines(forward, declared=("i", "l", "s", "c", "ndq"))
     out["lanes"] = {"ins": ins, "lines": fallback + lhead + lane_body, "out_size": out_size, "sincos": bool(angles),
                     "unused": [a for a in ("q", "u", "p") if a not in size]}
     return out

@@ -1541,56 +1541,56 @@ class PerKindDerivatives(PerKindForm):
         (:mod:`symgen.algorithms.rnea_derivatives`' steps) in the per-kind form: the body of
         ``sg_<m>_id_derivatives_tangent(q, u, p, out)``.  Three steps per kind (world axes base to tip; the
         subtree's sums tip to base, each column's hI and hB; each direction of the body's hinge: c, e, dF and its
-        rows at the body's own columns and M's diagonal block), then a C loop writes the other rows one row of the
+        rows at the body's own columns and M's diagonal block), then a loop writes the other rows one row of the
         three blocks at a time, in order (strided column stores cost twice as much on tiago_dual): at a direction
         of a body below the row's, the ancestors' rule ``H^T dF``; above it, the subtree's ``hI . e + hB . c``;
         M's ``hI . H``.  Its step functions and tables join :attr:`functions` and :attr:`tables`."""
-        nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
+        nm, nb = self.name, len(self.bodies)
         saved = self._record, self._ws_table
         self._record, self._ws_table = idd_workspace, "idd_ws"
         offsets = self._offsets(idd_workspace)
-        self.functions += ["/* each body's block of the analytic ID derivatives' workspace (perkind.idd_workspace), "
-                           "and the end */",
-                           f"static const int sg_{nm}_idd_ws[{nb + 1}] = {{ {', '.join(map(str, offsets))} }};", ""]
+        self.functions += c_lines(P.Program([P.Comment(
+            "each body's block of the analytic ID derivatives' workspace (perkind.idd_workspace), and the end")])) + \
+            c_lines(P.Program([P.Locals(tables=((f"sg_{nm}_idd_ws", offsets),))])) + [""]
         try:
-            world = self._table("idd_world", self._idd_world, "ID derivatives, base to tip in world axes: X_0b, H, "
-                                "X0 Hd, V, A; the body's I, S, I V and f as its subtree's sums so far")
-            sums = self._table("idd_sums", self._idd_sums, "ID derivatives, tip to base: the subtree's sums IC, SC, hC, "
-                               "F into the parent's; each column's hI = H^T IC and hB = H^T BC")
-            dirs = self._table("idd_directions", self._idd_directions, "ID derivatives: each direction of the body's "
-                               "hinge along Q and of U, its c, e and dF, its rows at the body's own columns, M's "
-                               "diagonal block")
+            steps = self._idd_tables(self._table)
         finally:
             self._record, self._ws_table = saved
-        tables, loop = self._idd_rows(vec="double", dot=f"sg_{nm}_dot6", out_l=None)
-        self.functions += ["/* a . b of two 6-vectors */",
-                           f"static double sg_{nm}_dot6(const double *a, const double *b)", "{",
-                           "    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];",
-                           "}", ""]
-        args = "(k, q, u, p, ws, out, 0)"
-        kinds = f"sg_{nm}_kind"
         gather = []
         if self.fused:                  # the hosts' external forces after the blocks (_gather_f_ext)
             self._record = idd_workspace
             try:
-                gather = c_lines(P.Program(self._gather_f_ext("p")), declared=("i",))   # _idd_rows' i
+                gather = self._gather_f_ext("p")
             finally:
                 self._record = saved[0]
         size = offsets[-1] + (6 * len(self._hosts()) if self.fused else 0)
-        body = [f"double ws[{max(size, 1)}];", *tables, *gather,
-                f"for (k = 0; k < {nb}; ++k) {world}[{kinds}[k]]{args};",
-                f"for (k = {nb - 1}; k >= 0; --k) {sums}[{kinds}[k]]{args};",
-                f"for (k = 0; k < {nb}; ++k) {dirs}[{kinds}[k]]{args};  /* and the rows at each body's own columns */",
-                *loop, "return 0;"]
+        body = c_lines(P.Program([P.Locals(arrays=(("ws", size),)),
+                                  *self._idd_program(steps, ("q", "u", "p", "ws", "out", None), gather, None),
+                                  P.Return(0)]))
         self._driver_lines += body
         return body
 
-    def _idd_rows(self, vec: str, dot: str, out_l) -> tuple:
-        """(the declarations, the loop) that write the analytic recursions' rows but each body's own columns (its
-        directions' step writes those), one row of dT/dQ, dT/dU and M at a time, from the workspace
-        (:func:`idd_workspace`, entries of type ``vec``; ``dot``: a . b of two 6-vectors of it).  ``out_l``: None
-        (one state: each row written in place), or the length of a state's row of out (the lanes: each entry
-        computed for the SG_W states in a vector, then stored into each state's row)."""
+    def _idd_tables(self, table, **kw) -> tuple:
+        """The three steps of the analytic ID derivatives, each a table of per-kind step functions (``table``:
+        :meth:`_table` or :meth:`_lane_table` with ``kw``)."""
+        return (table("idd_world", self._idd_world, "ID derivatives, base to tip in world axes: X_0b, H, X0 Hd, V, A; "
+                      "the body's I, S, I V and f as its subtree's sums so far", **kw),
+                table("idd_sums", self._idd_sums, "ID derivatives, tip to base: the subtree's sums IC, SC, hC, F into "
+                      "the parent's; each column's hI = H^T IC and hB = H^T BC", **kw),
+                table("idd_directions", self._idd_directions, "ID derivatives: each direction of the body's hinge "
+                      "along Q and of U, its c, e and dF, its rows at the body's own columns, M's diagonal block",
+                      **kw))
+
+    def _idd_program(self, steps, args, gather, out_l) -> list:
+        """The statements of the analytic ID derivatives (one state, or ``out_l``: the length of a state's row of
+        out, SG_W states on lanes): the three steps body by body (``steps``: their tables; ``args``: what they
+        take after k), then the rows but each body's own columns (its directions' step writes those), one row of
+        dT/dQ, dT/dU and M at a time, from the workspace (:func:`idd_workspace`): each row zeroed but for the
+        body's own columns, then at column (k, c) of a body k below a the ancestors' rule H^T dF, above a the
+        subtree's hI . e + hB . c, M's hI . H either way (k's hI below a, a's above: the same numbers).  On lanes
+        each entry is computed for the SG_W states in a vector and stored into each state's row (a quarter of
+        tiago_dual's entries are not zero; building whole rows in vectors and transposing them spent half the
+        function)."""
         nm, nb, nu = self.name, len(self.bodies), self.L.nu
         children = {b.k: [] for b in self.bodies}
         for b in self.bodies:
@@ -1611,73 +1611,81 @@ class PerKindDerivatives(PerKindForm):
                 k = self.bodies[k].parent
             above += sorted(k for k in anc if self.bodies[k].nu)
             above_start.append(len(above))
-        ints = lambda xs: ", ".join(map(str, xs)) or "0"  # noqa: E731
         rec = idd_workspace(1)
         F0 = rec["H"]
         off = {f: rec[f] - F0 for f in _IDD_COLUMNS}          # a column field's offset is F0 + off[f] * nU(body)
         u0, nuh, blk = f"sg_{nm}_u0", f"sg_{nm}_nuh", f"sg_{nm}_{self._ws_table or 'idd_ws'}"
         n2 = nu * nu
-        col = lambda f, n, i: f"{off[f]} * {n} + 6 * {i}"  # noqa: E731
-        decl = ["/* each body's strict descendants and ancestors with U */",
-                f"static const int below_start[{nb + 1}] = {{{ints(below_start)}}};",
-                f"static const int below[{max(len(below), 1)}] = {{{ints(below)}}};",
-                f"static const int above_start[{nb + 1}] = {{{ints(above_start)}}};",
-                f"static const int above[{max(len(above), 1)}] = {{{ints(above)}}};",
-                f"const {vec} *wa, *wk, *H, *hI, *hB;",
-                "int a, k, c, r, t, na, nk, u0a, col;"]
-        if out_l is None:
-            decl += ["int i;", "double *oq, *ou, *om;"]
-            start = [f"oq = out + (u0a + r) * {nu}; ou = oq + {n2}; om = oq + {2 * n2};",
-                     "for (i = 0; i < u0a; ++i) oq[i] = ou[i] = om[i] = 0.0;",
-                     f"for (i = u0a + na; i < {nu}; ++i) oq[i] = ou[i] = om[i] = 0.0;"]
-        else:
-            # each lane's row (SG_W rows of out, one per state) zeroed in place but for the body's own columns, then
-            # the entries that are not zero stored lane by lane: a quarter of tiago_dual's, where building whole
-            # rows in vectors and transposing them spent half the function
-            decl += ["double *ol[SG_W];  /* lane l's row of dT/dQ; dT/dU and M follow at nU^2 and 2 nU^2 */",
-                     f"sg_vd xq, xu, xm;"]
-            start = ["for (l = 0; l < SG_W; ++l) {",
-                     f"    ol[l] = out + (long)l * {out_l} + (u0a + r) * {nu};",
-                     f"    for (i = 0; i < u0a; ++i) ol[l][i] = ol[l][{n2} + i] = ol[l][{2 * n2} + i] = 0.0;",
-                     f"    for (i = u0a + na; i < {nu}; ++i) ol[l][i] = ol[l][{n2} + i] = ol[l][{2 * n2} + i] = 0.0;",
-                     "}"]
+        a, k, c, r, t, i, l = (P.Var(v) for v in "akcrtil")
+        na, nk, u0a, col, row = (P.Var(v) for v in ("na", "nk", "u0a", "col", "row"))
+
+        def dot6(x, x_off, y, y_off):
+            """x . y of two 6-vectors, x[x_off ..] and y[y_off ..], summed from the first entry on"""
+            s = P.Bin("*", P.Elem(x, x_off), P.Elem(y, y_off))
+            for j in range(1, 6):
+                s = P.Bin("+", s, P.Bin("*", P.Elem(x, P.add(x_off, j)), P.Elem(y, P.add(y_off, j))))
+            return s
+
+        def colf(f, n, j):                                   # column j of a body's field f (n: its U)
+            return P.add(P.mul(off[f], n), P.mul(6, j))
+
+        def entry(block):                                   # the entry at col of row (u0a + r) of out's block
+            return P.add(row, block * n2, col) if out_l is None else \
+                P.add(P.mul(P.Wide(l), out_l), row, block * n2, col)
+
+        def zero_row(lo, hi):
+            at = (lambda b_: P.add(row, b_ * n2, i)) if out_l is None else \
+                (lambda b_: P.add(P.mul(P.Wide(l), out_l), row, b_ * n2, i))
+            loop = P.Loop("i", lo, hi, [P.Set(P.Elem("out", at(b_)), P.Num(0.0)) for b_ in range(3)])
+            return loop if out_l is None else P.Loop("l", 0, P.Var("SG_W"), [loop])
+
         def store(xq, xu, xm):
             if out_l is None:
-                return [f"oq[col] = {xq};", f"ou[col] = {xu};", f"om[col] = {xm};"]
-            return [f"xq = {xq};", f"xu = {xu};", f"xm = {xm};",
-                    f"for (l = 0; l < SG_W; ++l) {{ ol[l][col] = xq[l]; ol[l][{n2} + col] = xu[l]; "
-                    f"ol[l][{2 * n2} + col] = xm[l]; }}"]
+                return [P.Set(P.Elem("out", entry(b_)), x) for b_, x in enumerate((xq, xu, xm))]
+            return [*(P.Set(P.Elem("x", b_), v) for b_, v in enumerate((xq, xu, xm))),
+                    P.Loop("l", 0, P.Var("SG_W"), [P.Set(P.Elem("out", entry(b_)), P.Elem("x", b_, l))
+                                                   for b_ in range(3)])]
 
-        loop = ["/* the other rows, one row of dT/dQ, dT/dU and M at a time: at column (k, c) of a body k below a,",
-                " * the ancestors' rule H^T dF; above a, the subtree's hI . e + hB . c; M's hI . H either way (k's hI",
-                " * below a, a's above: the same numbers); zero elsewhere */",
-                f"for (a = 0; a < {nb}; ++a) {{",
-                f"    na = {nuh}[a]; u0a = {u0}[a]; wa = ws + {blk}[a] + {F0};",
-                "    for (r = 0; r < na; ++r) {",
-                *("        " + x for x in start),
-                f"        H = wa + {col('H', 'na', 'r')}; hI = wa + {col('hI', 'na', 'r')}; hB = wa + {col('hB', 'na', 'r')};",
-                "        for (t = below_start[a]; t < below_start[a + 1]; ++t) {",
-                f"            k = below[t]; nk = {nuh}[k]; wk = ws + {blk}[k] + {F0};",
-                "            for (c = 0; c < nk; ++c) {",
-                f"                col = {u0}[k] + c;",
-                *("                " + x for x in store(f"{dot}(H, wk + {col('qF', 'nk', 'c')})",
-                                                      f"{dot}(H, wk + {col('uF', 'nk', 'c')})",
-                                                      f"{dot}(wk + {col('hI', 'nk', 'c')}, H)")),
-                "            }",
-                "        }",
-                "        for (t = above_start[a]; t < above_start[a + 1]; ++t) {",
-                f"            k = above[t]; nk = {nuh}[k]; wk = ws + {blk}[k] + {F0};",
-                "            for (c = 0; c < nk; ++c) {",
-                f"                col = {u0}[k] + c;",
-                *("                " + x for x in store(
-                    f"{dot}(hI, wk + {col('qe', 'nk', 'c')}) + {dot}(hB, wk + {col('qc', 'nk', 'c')})",
-                    f"{dot}(hI, wk + {col('ue', 'nk', 'c')}) + {dot}(hB, wk + {col('H', 'nk', 'c')})",
-                    f"{dot}(hI, wk + {col('H', 'nk', 'c')})")),
-                "            }",
-                "        }",
-                "    }",
-                "}"]
-        return decl, loop
+        def columns(which, fields, values):
+            """the row's entries at the columns of the bodies ``which`` (below or above a); ``fields``: pointer ->
+            the field of column (k, c) it points at"""
+            return P.Loop("t", P.Lookup(f"{which}_start", a), P.Lookup(f"{which}_start", P.add(a, 1)), [
+                P.Let("k", P.Lookup(which, t)), P.Let("nk", P.Lookup(nuh, k)),
+                P.Point("wk", "ws", P.add(P.Lookup(blk, k), F0)),
+                P.Loop("c", 0, nk, [P.Let("col", P.add(P.Lookup(u0, k), c)),
+                                    *(P.Point(w, "wk", colf(f, nk, c)) for w, f in fields.items()),
+                                    *store(*values)])])
+
+        kinds = f"sg_{nm}_kind"
+        world, sums, dirs = steps
+        return [
+            P.Locals(tables=(("below_start", below_start), ("below", below), ("above_start", above_start),
+                             ("above", above)),
+                     pointers=("wa", "wk", "H", "hI", "hB", "qF", "uF", "hk", "qe", "qc", "ue", "Hk"),
+                     arrays=(("x", 3),) if out_l is not None else (),
+                     comment="into the workspace: the row's body (wa) and its fields, the column's (wk) and "
+                             "its fields"),
+            *gather,
+            P.Loop("k", 0, nb, [P.Step(world, kinds, k, args)]),
+            P.Loop("k", 0, nb, [P.Step(sums, kinds, k, args)], down=True),
+            P.Comment("and the rows at each body's own columns"),
+            P.Loop("k", 0, nb, [P.Step(dirs, kinds, k, args)]),
+            P.Comment("the other rows, one row of dT/dQ, dT/dU and M at a time: at column (k, c) of a body k below "
+                      "a, the ancestors' rule H^T dF; above a, the subtree's hI . e + hB . c; M's hI . H either way "
+                      "(k's hI below a, a's above: the same numbers); zero elsewhere"),
+            P.Loop("a", 0, nb, [
+                P.Let("na", P.Lookup(nuh, a)), P.Let("u0a", P.Lookup(u0, a)),
+                P.Point("wa", "ws", P.add(P.Lookup(blk, a), F0)),
+                P.Loop("r", 0, na, [
+                    P.Let("row", P.mul(P.add(u0a, r), nu)),
+                    zero_row(0, u0a), zero_row(P.add(u0a, na), nu),
+                    P.Point("H", "wa", colf("H", na, r)), P.Point("hI", "wa", colf("hI", na, r)),
+                    P.Point("hB", "wa", colf("hB", na, r)),
+                    columns("below", {"qF": "qF", "uF": "uF", "hk": "hI"},
+                            (dot6("H", 0, "qF", 0), dot6("H", 0, "uF", 0), dot6("hk", 0, "H", 0))),
+                    columns("above", {"qe": "qe", "qc": "qc", "ue": "ue", "Hk": "H"},
+                            (P.Bin("+", dot6("hI", 0, "qe", 0), dot6("hB", 0, "qc", 0)),
+                             P.Bin("+", dot6("hI", 0, "ue", 0), dot6("hB", 0, "Hk", 0)), dot6("hI", 0, "Hk", 0)))])])]
 
     def emit_rnea_derivative_lanes(self, nq: int, hinges: dict, lane_kernel) -> dict:
         """The lane form of :meth:`emit_rnea_derivatives` (the looped lanes): its three steps per kind printed for
@@ -1685,69 +1693,47 @@ class PerKindDerivatives(PerKindForm):
         print so), their rows at each body's own columns stored straight into each state's row of out, and the
         same row loop on vectors of SG_W states.  Every lane computes the one-state function's operations in the
         same order: the same bits.  Returns the pieces of ``sg_<m>_id_derivatives_lanes`` that
-        templates/helpers/lanes.c.jinja prints (``before``: the step functions, their tables and the dot
-        product, printed ahead of it; ``with_function``: it compiles in the one-state function's translation unit,
-        where the per-kind derivatives' workspace table is); full-coordinate directions (``tangent`` 0) run the
-        one-state forward mode per lane."""
-        nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
+        templates/helpers/lanes.c.jinja prints (``before``: the step functions and their tables, printed ahead of
+        it; ``with_function``: it compiles in the one-state function's translation unit, where the per-kind
+        derivatives' workspace table is); full-coordinate directions (``tangent`` 0) run the one-state forward
+        mode per lane."""
+        L, nu = self.L, self.L.nu
         self._lane_kernel = lane_kernel
         out_size = nu * (nq + 2 * nu)
         saved = self._record, self._ws_table, self._made, getattr(self, "lane_functions", None)
         self._record, self._ws_table, self._made, self.lane_functions = idd_workspace, "idd_ws", set(), []
-        memo = {}
         try:
-            world = self._lane_table("idd_world", self._idd_world, "ID derivatives, base to tip in world axes: X_0b, "
-                                     "H, X0 Hd, V, A; the body's I, S, I V and f as its subtree's sums so far",
-                                     hinges, memo, rows=out_size)
-            sums = self._lane_table("idd_sums", self._idd_sums, "ID derivatives, tip to base: the subtree's sums IC, "
-                                    "SC, hC, F into the parent's; each column's hI = H^T IC and hB = H^T BC",
-                                    hinges, memo, rows=out_size)
-            dirs = self._lane_table("idd_directions", self._idd_directions, "ID derivatives: each direction of the "
-                                    "body's hinge along Q and of U, its c, e and dF, its rows at the body's own "
-                                    "columns, M's diagonal block", hinges, memo, rows=out_size)
-            tables, loop = self._idd_rows(vec="sg_vd", dot=f"sg_{nm}_dot6_l", out_l=out_size)
+            steps = self._idd_tables(self._lane_table, hinges=hinges, memo={}, rows=out_size)
             functions = self.lane_functions
         finally:
             self._record, self._ws_table, self._made, lane_functions = saved
             if lane_functions is not None:
                 self.lane_functions = lane_functions
         o = self._offsets(idd_workspace)[-1]
-        before = ["/* a . b of two 6-vectors of SG_W states */",
-                  f"SG_LANE_TARGET static sg_vd sg_{nm}_dot6_l(const sg_vd *a, const sg_vd *b)", "{",
-                  "    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];",
-                  "}", "", *functions]
-        args = "(k, q_l, u_l, p_l, ws, out, st)"
-        kinds = f"sg_{nm}_kind"
-        fallback = ["if (!tangent) {  /* full-coordinate directions: the forward mode, one state at a time */",
-                    "    for (l = 0; l < SG_W; ++l) {",
-                    f"        s = sg_{self.model}_id_derivatives(q + (long)l * {nq}, u + (long)l * {nu}, "
-                    f"p + (long)l * {L.params.size}, 0, out + (long)l * {out_size});",
-                    f"        if (s) return l * {self.status_stride} + s;",
-                    "    }",
-                    "    return 0;",
-                    "}",
-                    "(void)ndq; (void)c; (void)sg_vd_zero;"]
         gather = []
         if self.fused:                  # the hosts' external forces after the blocks (_gather_f_ext)
             self._record = idd_workspace
             try:
-                gather = c_lines(P.Program(self._gather_f_ext("p_l")), lanes=True, declared=("i", "l"))
+                gather = self._gather_f_ext("p_l")
             finally:
                 self._record = saved[0]
             o += 6 * len(self._hosts())
-        lines = fallback + [
-            "{",
-            f"    sg_vd ws[{max(o, 1)}];  /* the workspace (perkind.idd_workspace), SG_W states */",
-            *("    " + x for x in tables),
-            *("    " + x for x in gather),
-            f"    for (k = 0; k < {nb}; ++k) {world}[{kinds}[k]]{args};",
-            f"    for (k = {nb - 1}; k >= 0; --k) {sums}[{kinds}[k]]{args};",
-            f"    for (k = 0; k < {nb}; ++k) {dirs}[{kinds}[k]]{args};  /* and the rows at each body's own columns */",
-            *("    " + x for x in loop),
-            "}"]
+        l = P.Var("l")
+        forward = P.Program([P.If(P.Cmp(P.Var("tangent"), "==", 0), [
+            P.Comment("full-coordinate directions: the forward mode, one state at a time"),
+            P.Loop("l", 0, P.Var("SG_W"), [P.Invoke(f"sg_{self.model}_id_derivatives", (
+                P.At("q", P.mul(P.Wide(l), nq)), P.At("u", P.mul(P.Wide(l), nu)),
+                P.At("p", P.mul(P.Wide(l), L.params.size)), 0, P.At("out", P.mul(P.Wide(l), out_size))),
+                status_base=P.mul(l, self.status_stride))]),
+            P.Return(0)])])
+        rows = P.Program([P.Block([
+            P.Locals(arrays=(("ws", o),), comment="the workspace (perkind.idd_workspace), SG_W states"),
+            *self._idd_program(steps, ("q_l", "u_l", "p_l", "ws", "out", "st"), gather, out_size)])])
+        declared = ("i", "l", "s", "c", "ndq")
+        lines = c_lines(forward, declared=declared) + c_lines(rows, lanes=True, declared=declared)
         self._driver_lines += lines
         return {"ins": [("q", nq, nq), ("u", nu, nu), ("p", L.params.size, L.params.size)], "lines": lines,
-                "out_size": out_size, "unused": [], "before": before, "with_function": True,
+                "out_size": out_size, "unused": [], "before": functions, "with_function": True,
                 "sincos": any("sg_sincos_split_lanes(" in x for x in functions)}
 
     def _lane_derivatives_program(self, nq, width, o, values, seeded_steps, carried_steps, ancestor_step, u_order,

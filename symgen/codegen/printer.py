@@ -7,9 +7,13 @@ variables, ``i`` for the fills and copies, ``s`` for a step's status) are declar
 caller names in ``declared`` (the lane functions' wrapper declares ``i`` and ``l``)."""
 from __future__ import annotations
 
+import re
+import textwrap
+
 from ..ir import program as P
 
 _ELEMENT = {False: "double", True: "sg_vd"}
+_PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
 
 
 def index(x) -> str:
@@ -58,27 +62,33 @@ def _paren(c) -> str:
     return f"({condition(c)})" if isinstance(c, (P.And, P.Or)) else condition(c)
 
 
-def expr(x) -> str:
-    """A double expression in C."""
+def expr(x, zero: str = "zero") -> str:
+    """A double expression in C (``zero``: the name of the vector of zeros)."""
     if isinstance(x, P.Elem):
         return f"{x.array}[{index(x.index)}]" + ("" if x.lane is None else f"[{index(x.lane)}]")
     if isinstance(x, P.Zeros):
-        return "zero"
+        return zero
     if isinstance(x, P.Scalar):
         return x.name
     if isinstance(x, P.Num):
         return _const(x.value)
     if isinstance(x, P.Neg):
-        return f"-{_operand(x.a)}"
+        return f"-{_operand(x.a, zero)}"
     if isinstance(x, P.Fn):
-        return f"{x.name}({expr(x.a)})"
-    if isinstance(x, P.Bin):
-        return f"{_operand(x.a)} {x.op} {_operand(x.b)}"
+        return f"{x.name}({expr(x.a, zero)})"
+    if isinstance(x, P.Bin):             # parentheses where C's precedence and left-to-right order need them
+        prec = _PREC[x.op]
+        left, right = expr(x.a, zero), expr(x.b, zero)
+        if isinstance(x.a, P.Bin) and _PREC[x.a.op] < prec:
+            left = f"({left})"
+        if isinstance(x.b, P.Bin) and _PREC[x.b.op] <= prec:
+            right = f"({right})"
+        return f"{left} {x.op} {right}"
     raise TypeError(f"{x!r} is not a double expression")
 
 
-def _operand(x) -> str:
-    return f"({expr(x)})" if isinstance(x, P.Bin) else expr(x)
+def _operand(x, zero: str = "zero") -> str:
+    return f"({expr(x, zero)})" if isinstance(x, P.Bin) else expr(x, zero)
 
 
 def _const(x) -> str:
@@ -106,12 +116,17 @@ def _plus(offset, i: str = "i") -> str:
     return i if off == "0" else f"{off} + {i}"
 
 
-def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | None = None) -> list:
+def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | None = None, zero: str = "zero",
+            ints=(), unused=()) -> list:
     """The C statements of ``prog`` (one state, or ``lanes``: SG_W states); ``vector``: the C type of the arrays
-    of :attr:`symgen.ir.program.Locals.vectors` (a program with its directions on lanes)."""
+    of :attr:`symgen.ir.program.Locals.vectors` (a program with its directions on lanes); ``zero``: the name of
+    its vector of zeros (:class:`~symgen.ir.program.Zeros`); ``ints``: integer locals to declare besides the loop
+    variables (those :class:`~symgen.ir.program.Traced` statements use); ``unused``: the function's parameters,
+    each cast to void where the body does not read it."""
     elem = _ELEMENT[lanes]
+    ctx = (lanes, elem, vector, zero)
     out = []
-    ints = prog.loop_vars()
+    ints = list(ints) + prog.loop_vars()
     stmts = list(prog.walk())
     if any(isinstance(s, (P.Zero, P.Copy)) for s in stmts):
         ints.append("i")
@@ -122,76 +137,99 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | Non
     ints = [v for v in dict.fromkeys(ints) if v not in declared]
     for s in prog.body:
         if isinstance(s, P.Locals):
-            if s.arrays or s.pointers:
-                names = [f"{a}[{max(int(n), 1) if isinstance(n, int) else index(n)}]" for a, n in s.arrays] + \
-                    [f"*{p}" for p in s.pointers]
-                out.append(f"{elem} {', '.join(names)};" + (f"  /* {s.comment} */" if s.comment else ""))
-            if s.vectors:
-                out.append(f"{vector} {', '.join(f'{a}[{max(int(n), 1)}]' for a, n in s.vectors)};")
-                out.append(f"const {vector} zero = ({vector}){{0}};")
-            if s.ints:
-                out.append(f"int {', '.join(f'{name}[{max(int(n), 1)}]' for name, n in s.ints)};")
-            for name, values in s.tables:
-                out.append(f"static const int {name}[{max(len(values), 1)}] = {{{', '.join(map(str, values)) or '0'}}};")
-            for name, values in s.dtables:
-                out.append(f"static const double {name}[{max(len(values), 1)}] = "
-                           f"{{{', '.join(_const(v) for v in values) or '0.0'}}};")
+            out += _locals(s, ctx, top=True)
     if ints:
         out.append(f"int {', '.join(ints)};")
     if lanes and any(isinstance(s, P.Zero) for s in stmts):
         out.append("const sg_vd sg_vd_zero = {0.0};")
-    for s in prog.body:
-        if not isinstance(s, P.Locals):
-            out += _stmt(s, lanes, elem)
+    body = [ln for s in prog.body if not isinstance(s, P.Locals) for ln in _stmt(s, ctx)]
+    text = "\n".join(body)
+    void = [f"(void){a};" for a in unused if not re.search(rf"\b{re.escape(a)}\b", text)]
+    return out + void + body
+
+
+def _locals(s: P.Locals, ctx, top: bool = False) -> list:
+    """The declarations of a :class:`~symgen.ir.program.Locals`."""
+    _, elem, vector, zero = ctx
+    out = []
+    if s.arrays or s.pointers:
+        names = [f"{a}[{max(int(n), 1) if isinstance(n, int) else index(n)}]" for a, n in s.arrays] + \
+            [f"*{p}" for p in s.pointers]
+        out.append(f"{elem} {', '.join(names)};" + (f"  /* {s.comment} */" if s.comment else ""))
+    if s.vectors:
+        out.append(f"{vector} {', '.join(f'{a}[{max(int(n), 1)}]' for a, n in s.vectors)};"
+                   + (f"  /* {s.comment} */" if s.comment and not (s.arrays or s.pointers) else ""))
+    if s.zero or (top and s.vectors):
+        out.append(f"const {vector} {zero} = ({vector}){{0}};")
+    if s.ints:
+        out.append(f"int {', '.join(f'{name}[{max(int(n), 1)}]' for name, n in s.ints)};")
+    for name, values in s.tables:
+        out.append(f"static const int {name}[{max(len(values), 1)}] = {{{', '.join(map(str, values)) or '0'}}};")
+    for name, values in s.dtables:
+        out.append(f"static const double {name}[{max(len(values), 1)}] = "
+                   f"{{{', '.join(_const(v) for v in values) or '0.0'}}};")
     return out
 
 
-def _block(body, lanes, elem) -> list:
-    lines = [ln for s in body for ln in _stmt(s, lanes, elem)]
+def _comment(text: str, width: int = 110) -> list:
+    """A comment, on one line or wrapped into a block of lines."""
+    if len(text) + 6 <= width:
+        return [f"/* {text} */"]
+    lines = textwrap.wrap(text, width - 3)
+    return [f"/* {lines[0]}"] + [f" * {ln}" for ln in lines[1:-1]] + [f" * {lines[-1]} */"]
+
+
+def _block(body, ctx) -> list:
+    lines = [ln for s in body for ln in _stmt(s, ctx)]
     if len(lines) == 1:
         return lines
     return ["{"] + ["    " + ln for ln in lines] + ["}"]
 
 
-def _nest(head: str, body, lanes, elem) -> list:
+def _nest(head: str, body, ctx) -> list:
     if len(body) == 1 and isinstance(body[0], P.Block):     # a loop's body is a scope already
         body = body[0].body
-    inner = _block(body, lanes, elem)
+    inner = _block(body, ctx)
     if len(inner) == 1:
         return [f"{head} {inner[0]}"]
     return [f"{head} {{"] + inner[1:-1] + ["}"]
 
 
-def _stmt(s, lanes: bool, elem: str) -> list:
+def _stmt(s, ctx) -> list:
+    lanes, elem, _, zero = ctx
     if isinstance(s, P.Comment):
-        return [f"/* {s.text} */"]
+        return _comment(s.text)
     if isinstance(s, P.Loop):
         v = s.var
         if s.step != 1 and s.down:
             raise ValueError("a downward loop has step 1")
-        inc = f"++{v}" if s.step == 1 else f"{v} += {int(s.step)}"
+        inc = f"++{v}" if s.step == 1 else f"{v} += {index(s.step)}"
         head = (f"for ({v} = {index(P.add(s.stop, -1))}; {v} >= {index(s.start)}; --{v})" if s.down else
                 f"for ({v} = {index(s.start)}; {v} < {index(s.stop)}; {inc})")
-        return _nest(head, s.body, lanes, elem)
+        return _nest(head, s.body, ctx)
     if isinstance(s, P.Ancestors):
         v = s.var
         first = index(s.of) if s.inclusive else f"{s.parent}[{index(s.of)}]"
-        return _nest(f"for ({v} = {first}; {v} >= 0; {v} = {s.parent}[{v}])", s.body, lanes, elem)
+        return _nest(f"for ({v} = {first}; {v} >= 0; {v} = {s.parent}[{v}])", s.body, ctx)
     if isinstance(s, P.Block):
-        lines = [ln for x in s.body for ln in _stmt(x, lanes, elem)]
+        lines = [ln for x in s.body for ln in _stmt(x, ctx)]
         return ["{"] + ["    " + ln for ln in lines] + ["}"]
     if isinstance(s, P.If):
-        then = _block(s.then, lanes, elem)
+        then = _block(s.then, ctx)
         out = [f"if ({condition(s.cond)}) {then[0]}"] + then[1:]
         if s.orelse:
             chained = len(s.orelse) == 1 and isinstance(s.orelse[0], P.If)      # else if
-            other = _stmt(s.orelse[0], lanes, elem) if chained else _block(s.orelse, lanes, elem)
+            other = _stmt(s.orelse[0], ctx) if chained else _block(s.orelse, ctx)
             out += [f"else {other[0]}"] + other[1:]
         return out
+    if isinstance(s, P.Locals):                          # a nested block's own locals
+        return _locals(s, ctx)
+    if isinstance(s, P.Traced):
+        return list(s.lines)
     if isinstance(s, P.Set):
-        return [f"{expr(s.target)} {s.op} {expr(s.value)};"]
+        return [f"{expr(s.target, zero)} {s.op} {expr(s.value, zero)};"]
     if isinstance(s, P.Def):
-        return [f"const {elem} {s.name} = {expr(s.value)};"]
+        return [f"const {elem} {s.name} = {expr(s.value, zero)};"]
     if isinstance(s, P.Bind):
         return [f"{elem} *restrict {s.name} = {_at(s.array, s.offset)};"]
     if isinstance(s, P.SetInt):
@@ -202,7 +240,7 @@ def _stmt(s, lanes: bool, elem: str) -> list:
         return [f"{s.name} = {index(s.value)};"]
     if isinstance(s, P.Check):
         why = f"  /* {s.why} */" if s.why else ""
-        return [f"if (!({expr(s.value)} > 0.0)) return {int(s.status)};{why}"]
+        return [f"if (!({expr(s.value, zero)} > 0.0)) return {int(s.status)};{why}"]
     if isinstance(s, P.Invoke):
         call = f"{P._ident(s.function)}({', '.join(_arg(a) for a in s.args)})"
         if s.check and not lanes and s.on_status is not None:

@@ -225,13 +225,14 @@ class Fn:
 
 @dataclass
 class Loop:
-    """``for var in range(start, stop, step)`` (``down``: from stop - 1 down to start), running ``body``."""
+    """``for var in range(start, stop, step)`` (``down``: from stop - 1 down to start), running ``body``; ``step``
+    an int or an index expression of constants (``Var("SG_DW")``: a block of directions at a time)."""
     var: str
     start: object
     stop: object
     body: list
     down: bool = False
-    step: int = 1
+    step: object = 1
 
 
 @dataclass
@@ -370,6 +371,17 @@ class Invoke:
 
 
 @dataclass
+class Traced:
+    """Statements a tape printed (:meth:`symgen.ir.tape.Tape.lines`, ``split_lines``, the hinge kernels' calls),
+    placed here as they are: the straight-line part of a looped program, whose loops and stores around it are
+    this module's records."""
+    lines: tuple
+
+    def __post_init__(self):
+        self.lines = tuple(self.lines)
+
+
+@dataclass
 class Comment:
     """A comment for the reader of the printed code."""
     text: str
@@ -419,6 +431,9 @@ class Locals:
     ints: tuple = ()
     comment: str | None = None
     vectors: tuple = ()      # arrays of the program's vector type (a program with directions on lanes)
+    #: declare the vector of zeros (:class:`Zeros`) here: at a program's top level it is declared where the locals
+    #: have vectors, in a nested block only where this says so
+    zero: bool = False
 
 
 @dataclass
