@@ -285,7 +285,7 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
         *body, P.Return(0)])
     # the traced statements' own loops run over l (a group's lanes)
     lines = c_lines(prog, vector="sg_dv", zero="sg_dv_zero", ints=("l",),
-                    unused=("q", "u", "p", "l", "sg_dv_zero", "tangent", "out"))
+                    unused=("q", "u", "p", "sg_dv_zero", "tangent", "out"))
     lanes_form = None if lane_head is None else \
         _lane_form(kind, T, plan, nonzero, lane_arrays, bodies, L, layout, kernel_arrays, lane_head, covered < nq)
     return {"lines": lines, "lanes": lanes_form}

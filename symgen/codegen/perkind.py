@@ -17,6 +17,7 @@ a table indexed by kind, so a pass over the bodies is one C loop::
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import partial
 
 from ..algorithms import rnea_derivatives as rd, soa
@@ -26,13 +27,18 @@ from ..hinges.derive import NEEDS_U, NEEDS_U_DQ
 from ..ir import program as P
 from ..ir.tape import Tape
 from .lanes import lane_width
-from .printer import c_lines
+from .printer import c_function, c_function_table, c_lines
 
 _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-_LANE_SIGNATURE = "(int k, const sg_vd *q, const sg_vd *u, const sg_vd *p, sg_vd *ws, sg_vd *out, int *st)"
-_LANE_WALK_SIGNATURE = "(int k, sg_vd *ws, const sg_vd *x, sg_vd *y, sg_vd *rows)"
-_LANE_ROWS_SIGNATURE = "(int k, const sg_vd *q, const sg_vd *u, const sg_vd *p, sg_vd *ws, double *out, int *st)"
-_SIGNATURE = "(int k, const double *q, const double *u, const double *p, double *ws, double *out, double *mats)"
+_K = P.Param("k", "int", pointer=False)
+_IN = tuple(P.Param(x, const=True) for x in ("q", "u", "p"))
+#: a step's parameters (P.Param): the body k, the state, the workspace, the outputs; on lanes every array a vector of
+#: SG_W states (out the states' rows of doubles where the step writes them directly), the status per lane
+_SIGNATURE = (_K, *_IN, P.Param("ws"), P.Param("out"), P.Param("mats"))
+_WALK_SIGNATURE = (_K, P.Param("ws"), P.Param("x", const=True), P.Param("y"), P.Param("rows"))
+_LANE_SIGNATURE = (_K, *_IN, P.Param("ws"), P.Param("out"), P.Param("st", "int"))
+_LANE_WALK_SIGNATURE = _WALK_SIGNATURE
+_LANE_ROWS_SIGNATURE = (_K, *_IN, P.Param("ws"), P.Param("out", "double"), P.Param("st", "int"))
 
 
 #: the looped lane form of M writes the W states' rows of out directly (no vector array of M zeroed and turned into
@@ -49,17 +55,15 @@ def _uses(ident: str, text: str) -> bool:
 _WORD = re.compile(r"\b\w+\b")
 
 
-def _prologue(defs, text: str, params) -> tuple:
-    """(the definitions of ``defs`` ((name, C line), in order) that a step's ``text`` uses, the ``params`` it leaves
-    unused); a definition can use a later one's names (uh uses u).  The text's words are read once (a step's text is
-    long: a search per name took a sixth of a per-kind model's generation)."""
-    words = set(_WORD.findall(text))
-    pro = []
-    for ident, line in reversed(defs):
-        if ident in words:
-            pro.insert(0, line)
-            words |= set(_WORD.findall(line))
-    return pro, [p for p in params if p not in words]
+def _prologue(views, lines, head) -> list:
+    """The definitions of ``views`` ((name, statement), in order) that a step's ``lines`` (its traced statements)
+    or ``head`` (its kernel calls: records) read; a definition can read a later one's name (uh reads u, which is a
+    parameter; none reads another view)."""
+    words = set(_WORD.findall("\n".join(lines)))
+    for st in head:
+        if isinstance(st, P.Invoke):
+            words |= {a for a in st.args if isinstance(a, str)}
+    return [v for name, v in views if name in words]
 
 
 def _is_identity_R(R) -> bool:
@@ -251,12 +255,6 @@ class PerKindForm:
         self._driver_lines = []  # the drivers' C (emit, emit_lanes): which tables they read
 
     # ---- reading and writing the workspace and the arguments ----------------------------------------
-    def _block(self, body: str) -> str:
-        """The offset of a body's block in the workspace (``body``: the C of its index)."""
-        if self._record is None:
-            return f"{self.L.workspace.size} * {body}"
-        return f"sg_{self.name}_{self._ws_table}[{body}]"
-
     def _offsets(self, record) -> list:
         """Each body's block in a compact workspace of ``record(nu)`` blocks, and the end (its size)."""
         offsets = [0]
@@ -282,13 +280,16 @@ class PerKindForm:
             self.fused["hosts"] = sorted({h for h, _, _ in self.fused["statics"]})
         return self.fused["hosts"]
 
-    def _fe(self, vec: str) -> str:
-        """The C of a step's pointer to its body's external force (``fe``)."""
+    def _fe(self) -> P.View:
+        """A step's pointer to its body's external force (``fe``): into p, or (the fused tree's hosts) into the
+        forces gathered after the workspace's blocks."""
+        k, f0 = P.Var("k"), self.L.params["f_ext"]
         if not self.fused:
-            return f"const {vec} *fe = p + {self.L.params['f_ext']} + 6 * k;"
+            return P.View("fe", "p", P.add(f0, P.mul(6, k)), const=True)
         nm = self.name
-        return (f"const {vec} *fe = sg_{nm}_fe_slot[k] < 0 ? p + {self.L.params['f_ext']} + 6 * sg_{nm}_orig[k] "
-                f": ws + {self._fx()} + 6 * sg_{nm}_fe_slot[k];")
+        return P.View("fe", "p", P.add(f0, P.mul(6, P.Lookup(f"sg_{nm}_orig", k))), const=True,
+                      when=P.Cmp(P.Lookup(f"sg_{nm}_fe_slot", k), "<", 0),
+                      other=("ws", P.add(self._fx(), P.mul(6, P.Lookup(f"sg_{nm}_fe_slot", k)))))
 
     def _gather_f_ext(self, p: str) -> list:
         """The statements that gather the external forces of the fused tree's hosts (:meth:`_hosts`): the host's
@@ -570,11 +571,39 @@ class PerKindForm:
                 T.store(f"y[{i}]", v)
 
     # ---- C text -------------------------------------------------------------------------------------
+    def _views(self, lanes: bool) -> list:
+        """``[(name, statement)]``: the pointers (and the U offset) a step may start with, each defined where the
+        step reads it (:func:`_prologue`), in this order: its Q, U, constants, workspace block and its parent's, T,
+        external force, outputs, atbi_matrices block, Upsilon rows, tangents."""
+        nm, L, k = self.name, self.L, P.Var("k")
+        q0, u0, parent = (P.Lookup(f"sg_{nm}_{t}", k) for t in ("q0", "u0", "parent"))
+        if self._record is not None:   # a workspace of its own record (the lanes', the derivatives'): its table
+            block = lambda b: P.Lookup(f"sg_{nm}_{self._ws_table}", b)               # noqa: E731
+        else:
+            block = lambda b: P.mul(self.L.workspace.size, b)                        # noqa: E731
+        views = [("qh", P.View("qh", "q", q0, const=True)), ("uh", P.View("uh", "u", u0, const=True)),
+                 ("uo", P.Let("uo", u0)),
+                 ("c", P.View("c", f"sg_{nm}_{self.const_table}", row=k, elem="double", const=True)),
+                 ("w", P.View("w", "ws", block(k))),
+                 ("wp", P.View("wp", "ws", block(P.Lookup(f"sg_{nm}_parent", k)))),
+                 ("Th", P.View("Th", "p", P.add(L.params["tau"], u0), const=True)),
+                 ("fe", self._fe()),
+                 ("outh", P.View("outh", "out", u0))]
+        if not lanes:
+            views += [("mk", P.View("mk", "mats", P.mul(L.mats.size, k), when=P.Cmp(P.Var("mats"), "!=", 0))),
+                      ("yk", P.View("yk", "out", P.mul(36, k))),
+                      ("yp", P.View("yp", "out", P.mul(36, parent), const=True)),
+                      ("dw", P.View("dw", "dws", block(k))),
+                      ("dwp", P.View("dwp", "dws", block(parent))),
+                      ("sqh", P.View("sqh", "sq", q0, const=True)),
+                      ("suh", P.View("suh", "su", u0, const=True))]
+        return views
+
     def _function(self, step: str, kind: _Kind, trace, doc: str, signature=_SIGNATURE, params=None,
                   dual=None, lane=None) -> str:
         """Trace one step for one kind into a C function; returns its name.  ``dual(T, kind)``: the step is traced
         on that tape (a :class:`symgen.ir.dual.DualTape` recording on T) instead of T itself.  ``lane``: ``(vector
-        type, width, target attribute)``: a tangent step printed for that many directions at once
+        type, width, target)``: a tangent step printed for that many directions at once
         (:meth:`symgen.ir.tape.Tape.lane_lines`: the tangents vectors, the values doubles)."""
         T = Tape()
         D = T if dual is None else dual(T, kind)
@@ -582,46 +611,26 @@ class PerKindForm:
         trace(D, kind, b)
         body = T.lines() if lane is None else T.lane_lines(lane[0], str(lane[1]), scalars=_VALUE_ARRAYS)
         arrays = T.live_arrays()
-        nm = self.name
-        fn = f"sg_{nm}_{step}_{kind.index}"
+        fn = f"sg_{self.name}_{step}_{kind.index}"
         head = []
         nq = self.L.nqh[kind.rep.k]
         for arr, kernel, size in _kernel_outputs(nq, b.nu):
             if arr in arrays:
-                head += [f"double {arr}[{size}];", f"sg_{kind.slug}_{kernel}(qh, uh, 0, {arr});"]
-        text = "\n".join(head + body)
-        L = self.L
-        vec = "double" if lane is None else lane[0]
+                head += [P.Locals(arrays=((arr, size),)), P.Invoke(f"sg_{kind.slug}_{kernel}", ("qh", "uh", None, arr),
+                                                                   check=False)]
         if lane is not None:
-            signature = _dl_signature(lane[0])
-        defs = [("qh", f"const double *qh = q + sg_{nm}_q0[k];"), ("uh", f"const double *uh = u + sg_{nm}_u0[k];"),
-                ("uo", f"const int uo = sg_{nm}_u0[k];"),
-                ("c", f"const double *c = sg_{nm}_{self.const_table}[k];"),
-                ("w", f"double *w = ws + {self._block('k')};"),
-                ("wp", f"double *wp = ws + {self._block(f'sg_{nm}_parent[k]')};"),
-                ("Th", f"const double *Th = p + {L.params['tau']} + sg_{nm}_u0[k];"),
-                ("fe", self._fe("double")),
-                ("outh", f"{vec} *outh = out + sg_{nm}_u0[k];"),
-                ("mk", f"double *mk = mats ? mats + {L.mats.size} * k : 0;"),
-                ("yk", "double *yk = out + 36 * k;"),
-                ("yp", f"const double *yp = out + 36 * sg_{nm}_parent[k];"),
-                ("dw", f"{vec} *dw = dws + {self._block('k')};"),
-                ("dwp", f"{vec} *dwp = dws + {self._block(f'sg_{nm}_parent[k]')};"),
-                ("sqh", f"const {vec} *sqh = sq + sg_{nm}_q0[k];"),
-                ("suh", f"const {vec} *suh = su + sg_{nm}_u0[k];")]
-        pro, voids = _prologue(defs, text, params or ("k", "q", "u", "p", "ws", "out", "mats"))
-        ret = "int" if signature == _SIGNATURE else "void"
-        lines = [f"/* {doc}; {kind.label}{'' if lane is None else f'; {lane[1]} directions at once'} */",
-                 f"{'' if lane is None else lane[2]}static {ret} {fn}{signature}", "{"]
-        if lane is not None and _uses("l", "\n".join(pro) + "\n" + text):
-            lines.append("    int l;")
-        if voids:
-            lines.append("    " + " ".join(f"(void){v};" for v in voids))
-        lines += ["    " + ln for ln in pro + head + body]
-        if signature == _SIGNATURE and not (body and body[-1].startswith("return")):
-            lines.append("    return 0;")
-        lines.append("}")
-        self.functions += lines + [""]
+            signature = _dl_signature()
+        views = self._views(lanes=False)
+        if lane is not None:              # the tangents' pointers are to the directions' vectors
+            views = [(n, replace(v, elem="vector") if n in ("outh", "dw", "dwp", "sqh", "suh") else v)
+                     for n, v in views]
+        pro = _prologue(views, body, head)
+        returns = "int" if signature == _SIGNATURE else "void"
+        tail = [P.Return(0)] if returns == "int" and not (body and body[-1].startswith("return")) else []
+        rec = P.Function(fn, signature, [*pro, *head, P.Traced(body), *tail], returns=returns,
+                         doc=f"{doc}; {kind.label}" + ("" if lane is None else f"; {lane[1]} directions at once"),
+                         target=None if lane is None else lane[2], ints=("l",) if lane is not None else ())
+        self.functions += c_function(rec, vector=None if lane is None else lane[0]) + [""]
         return fn
 
     def _table(self, step: str, trace, doc: str, **kw) -> str:
@@ -632,8 +641,11 @@ class PerKindForm:
         self._made.add(tbl)
         fns = [self._function(step, kind, trace, doc, **kw) for kind in self.kinds]
         sig = kw.get("signature", _SIGNATURE)
-        ret = "int" if sig == _SIGNATURE else "void"
-        self.tables += [f"static {ret} (*const {tbl}[{len(fns)}]){sig} = {{", "    " + ", ".join(fns), "};"]
+        lane = kw.get("lane")
+        if lane is not None:
+            sig = _dl_signature()
+        self.tables += c_function_table(P.FunctionTable(tbl, sig, tuple(fns), "int" if sig == _SIGNATURE else "void"),
+                                        vector=None if lane is None else lane[0])
         return tbl
 
     def emit(self, want=("fd", "id", "mm")) -> dict:
@@ -665,8 +677,8 @@ class PerKindForm:
         else:
             fixed = L.workspace
             table = lambda step, trace, doc, walk=False: self._table(                                               # noqa: E731
-                step, trace, doc, **({"signature": "(int k, double *ws, const double *x, double *y, double *rows)",
-                                      "params": ("k", "ws", "x", "y", "rows")} if walk else {}))
+                step, trace, doc, **({"signature": _WALK_SIGNATURE, "params": ("k", "ws", "x", "y", "rows")}
+                                     if walk else {}))
             block = lambda k: P.mul(L.workspace.size, k)                                                           # noqa: E731
             F_at = lambda k: fixed["F"]                                                                              # noqa: E731
             ws_size = nb * L.workspace.size
@@ -835,28 +847,12 @@ class PerKindForm:
         trace(T, kind, b)
         body = T.lane_lines("sg_vd", "SG_W", scalars=("c",), rows=rows and {"out": rows})
         head = self._lane_kernels(T, kind, b, hinges, memo)
-        nm = self.name
-        fn = f"sg_{nm}_{step}_l{kind.index}"
-        text = "\n".join(head + body)
-        P = self.L.params
-        defs = [("qh", f"const sg_vd *qh = q + sg_{nm}_q0[k];"), ("uh", f"const sg_vd *uh = u + sg_{nm}_u0[k];"),
-                ("uo", f"const int uo = sg_{nm}_u0[k];"),
-                ("c", f"const double *c = sg_{nm}_{self.const_table}[k];"),
-                ("w", f"sg_vd *w = ws + sg_{nm}_{self._ws_table}[k];"),
-                ("wp", f"sg_vd *wp = ws + sg_{nm}_{self._ws_table}[sg_{nm}_parent[k]];"),
-                ("Th", f"const sg_vd *Th = p + {P['tau']} + sg_{nm}_u0[k];"),
-                ("fe", self._fe("sg_vd")),
-                ("outh", f"sg_vd *outh = out + sg_{nm}_u0[k];")]
-        params = ("k", "ws", "x", "y", "rows") if walk else ("k", "q", "u", "p", "ws", "out", "st")
-        pro, voids = _prologue(defs, text, params)
+        fn = f"sg_{self.name}_{step}_l{kind.index}"
         signature = _LANE_WALK_SIGNATURE if walk else _LANE_ROWS_SIGNATURE if rows else _LANE_SIGNATURE
-        lines = [f"/* {doc}; {kind.label}; SG_W states */", f"SG_LANE_TARGET static void {fn}{signature}", "{"]
-        if _uses("l", "\n".join(pro) + "\n" + text):
-            lines.append("    int l;")
-        if voids:
-            lines.append("    " + " ".join(f"(void){v};" for v in voids))
-        lines += ["    " + ln for ln in pro + head + body] + ["}", ""]
-        self.lane_functions += lines
+        pro = _prologue(self._views(lanes=True), head + body, [])
+        rec = P.Function(fn, signature, [*pro, P.Traced(head + body)], doc=f"{doc}; {kind.label}; SG_W states",
+                         target="lanes", ints=("l",))
+        self.lane_functions += c_function(rec, lanes=True) + [""]
         return fn
 
     def _lane_table(self, step: str, trace, doc: str, hinges: dict, memo: dict, walk=False, rows=None) -> str:
@@ -865,7 +861,7 @@ class PerKindForm:
             self._made.add(tbl)
             fns = [self._lane_step(step, kind, trace, doc, hinges, memo, walk, rows) for kind in self.kinds]
             sig = _LANE_WALK_SIGNATURE if walk else _LANE_ROWS_SIGNATURE if rows else _LANE_SIGNATURE
-            self.lane_functions += [f"static void (*const {tbl}[{len(fns)}]){sig} = {{", "    " + ", ".join(fns), "};", ""]
+            self.lane_functions += c_function_table(P.FunctionTable(tbl, sig, tuple(fns)), lanes=True) + [""]
         return tbl
 
     def emit_lanes(self, want, hinges: dict, body_layout: dict, lane_kernel) -> dict:
@@ -950,17 +946,18 @@ class PerKindForm:
 
 # ---- derivatives ---------------------------------------------------------------------------------------------
 
-_TANGENT_SIGNATURE = ("(int k, const double *q, const double *u, const double *p, double *ws, double *dws, "
-                      "const double *sq, const double *su, double *out)")
+_TANGENT_SIGNATURE = (_K, *_IN, P.Param("ws"), P.Param("dws"), P.Param("sq", const=True),
+                      P.Param("su", const=True), P.Param("out"))
 _TANGENT_PARAMS = ("k", "q", "u", "p", "ws", "dws", "sq", "su", "out")
 #: what a tangent step reads that is a value (the same for every direction): a double in its lane printing
 _VALUE_ARRAYS = ("c", "w", "wp", "qh", "uh", "X", "H", "Hd", "dqX", "dqH", "dqHd", "duHd", "Th", "fe", "p")
 
 
-def _dl_signature(vec: str) -> str:
-    """A tangent step's signature in the directions-on-lanes form: the tangents (dws, sq, su, out) vectors."""
-    return (f"(int k, const double *q, const double *u, const double *p, double *ws, {vec} *dws, const {vec} *sq, "
-            f"const {vec} *su, {vec} *out)")
+def _dl_signature() -> tuple:
+    """A tangent step's parameters in the directions-on-lanes form: the tangents (dws, sq, su, out) vectors of
+    the printing's vector type, the values doubles."""
+    return (_K, *_IN, P.Param("ws"), P.Param("dws", "vector"), P.Param("sq", "vector", const=True),
+            P.Param("su", "vector", const=True), P.Param("out", "vector"))
 
 
 def rnea_workspace(nu: int) -> Record:
@@ -1872,11 +1869,11 @@ class PerKindDerivatives(PerKindForm):
             u_order = [b.u0 + c for b in depth_first for c in range(b.nu)]
             q_order = [L.q0[b.k] + c for b in depth_first for c in range(L.nqh[b.k])]
             assert sorted(u_order) == list(range(nu)) and sorted(q_order) == list(range(nq))
-            for vec, width, target, guard in (("sg_dv8", 8, '__attribute__((target("avx512f"))) ',
-                                               "SG_DERIVS && SG_DERIVS_AVX512"), ("sg_dv2", 2, "", "SG_DERIVS")):
+            for vec, width, target, guard in (("sg_dv8", 8, "avx512f", "SG_DERIVS && SG_DERIVS_AVX512"),
+                                              ("sg_dv2", 2, None, "SG_DERIVS")):
                 self._made, self.functions, self.tables = set(), [], []
                 lane = (vec, width, target)
-                sig = _dl_signature(vec)
+                sig = _dl_signature()
                 tabs = []
                 for step, trace, doc in (("dt_velocities", self._kinematics, "the tangents of the kinematics base to tip"),
                                          ("dt_rnea_base", self._rnea_base, "the tangents of Newton-Euler base to tip"),
@@ -1897,12 +1894,13 @@ class PerKindDerivatives(PerKindForm):
                                    "base at an ancestor of the moved bodies: f passed through", signature=sig,
                                    params=_TANGENT_PARAMS, dual=partial(self._dual, ancestor=True), lane=lane)
                 dkin, drb, drt = tabs
-                driver = [f"/* the derivatives of inverse dynamics, {width} directions at once (a lane each) */",
-                          f"{target}static int sg_{nm}_id_derivatives_dl{width}(const double *q, const double *u, "
-                          "const double *p, int tangent, double *out)", "{",
-                          *("    " + x for x in c_lines(self._lane_derivatives_program(
-                              nq, width, o, (kin, rb, rt), (dkin, drb, drt), (ckin, crb, crt), drta, u_order, q_order),
-                              vector=vec)), "}"]
+                prog = self._lane_derivatives_program(nq, width, o, (kin, rb, rt), (dkin, drb, drt),
+                                                      (ckin, crb, crt), drta, u_order, q_order)
+                driver = c_function(P.Function(
+                    f"sg_{nm}_id_derivatives_dl{width}", (*_IN, P.Param("tangent", "int", pointer=False),
+                                                          P.Param("out")),
+                    prog.body, doc=f"the derivatives of inverse dynamics, {width} directions at once (a lane each)",
+                    returns="int", target=target), vector=vec)
                 lines += [f"#if {guard}"] + self.functions + self.tables + driver + ["#endif"]
         finally:
             (self._made, self.functions, self.tables), self._record, self._ws_table = saved, None, None

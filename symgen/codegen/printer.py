@@ -121,12 +121,14 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | Non
     """The C statements of ``prog`` (one state, or ``lanes``: SG_W states); ``vector``: the C type of the arrays
     of :attr:`symgen.ir.program.Locals.vectors` (a program with its directions on lanes); ``zero``: the name of
     its vector of zeros (:class:`~symgen.ir.program.Zeros`); ``ints``: integer locals to declare besides the loop
-    variables (those :class:`~symgen.ir.program.Traced` statements use); ``unused``: the function's parameters,
-    each cast to void where the body does not read it."""
+    variables where the body reads them (those :class:`~symgen.ir.program.Traced` statements use); ``unused``:
+    the function's parameters, each cast to void where the body does not read it."""
     elem = _ELEMENT[lanes]
     ctx = (lanes, elem, vector, zero)
     out = []
-    ints = list(ints) + prog.loop_vars()
+    body = [ln for s in prog.body if not isinstance(s, P.Locals) for ln in _stmt(s, ctx)]
+    words = set(re.findall(r"\b\w+\b", "\n".join(body)))
+    ints = [v for v in ints if v in words] + prog.loop_vars()
     stmts = list(prog.walk())
     if any(isinstance(s, (P.Zero, P.Copy)) for s in stmts):
         ints.append("i")
@@ -142,10 +144,47 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | Non
         out.append(f"int {', '.join(ints)};")
     if lanes and any(isinstance(s, P.Zero) for s in stmts):
         out.append("const sg_vd sg_vd_zero = {0.0};")
-    body = [ln for s in prog.body if not isinstance(s, P.Locals) for ln in _stmt(s, ctx)]
-    text = "\n".join(body)
-    void = [f"(void){a};" for a in unused if not re.search(rf"\b{re.escape(a)}\b", text)]
-    return out + void + body
+    void = [f"(void){a};" for a in unused if a not in words]
+    return out + ([" ".join(void)] if void else []) + body
+
+
+def _ctype(elem: str, ctx) -> str:
+    lanes, element, vector, _ = ctx
+    return {"element": element, "double": "double", "vector": vector, "int": "int"}[elem]
+
+
+def _param(prm: P.Param, ctx) -> str:
+    if not prm.pointer:
+        return f"{_ctype(prm.elem, ctx)} {prm.name}"
+    return f"{'const ' if prm.const else ''}{_ctype(prm.elem, ctx)} *{prm.name}"
+
+
+def _target(target) -> str:
+    if target is None:
+        return ""
+    if target == "lanes":
+        return "SG_LANE_TARGET "
+    return f'__attribute__((target("{target}"))) '
+
+
+def c_function(fn: P.Function, lanes: bool = False, vector: str | None = None) -> list:
+    """A :class:`~symgen.ir.program.Function` in C (its doc comment, signature and body; ``lanes`` and ``vector``
+    as :func:`c_lines` takes them)."""
+    ctx = (lanes, _ELEMENT[lanes], vector, "zero")
+    params = ", ".join(_param(x, ctx) for x in fn.params)
+    body = c_lines(P.Program(list(fn.body)), lanes, vector=vector, ints=fn.ints,
+                   unused=[x.name for x in fn.params])
+    return ([*_comment(fn.doc)] if fn.doc else []) + [
+        f"{_target(fn.target)}{'static ' if fn.static else ''}{fn.returns} {fn.name}({params})", "{",
+        *("    " + ln for ln in body), "}"]
+
+
+def c_function_table(tbl: P.FunctionTable, lanes: bool = False, vector: str | None = None) -> list:
+    """A :class:`~symgen.ir.program.FunctionTable` in C: a constant array of function pointers."""
+    ctx = (lanes, _ELEMENT[lanes], vector, "zero")
+    params = ", ".join(_param(x, ctx) for x in tbl.params)
+    return [f"static {tbl.returns} (*const {tbl.name}[{len(tbl.functions)}])({params}) = {{",
+            "    " + ", ".join(tbl.functions), "};"]
 
 
 def _locals(s: P.Locals, ctx, top: bool = False) -> list:
@@ -224,6 +263,13 @@ def _stmt(s, ctx) -> list:
         return out
     if isinstance(s, P.Locals):                          # a nested block's own locals
         return _locals(s, ctx)
+    if isinstance(s, P.View):
+        ctype = f"{'const ' if s.const else ''}{_ctype(s.elem, ctx)}"
+        at = f"{s.array}[{index(s.row)}]" if s.row is not None else _at(s.array, s.offset)
+        if s.when is not None:
+            other = "0" if s.other is None else _at(*s.other)
+            at = f"{condition(s.when)} ? {at} : {other}"
+        return [f"{ctype} *{s.name} = {at};"]
     if isinstance(s, P.Traced):
         return list(s.lines)
     if isinstance(s, P.Set):

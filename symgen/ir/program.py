@@ -461,3 +461,68 @@ class Program:
             if v is not None and v not in seen:
                 seen.append(v)
         return seen
+
+
+# ---- functions: the per-kind step functions and their tables by kind --------------------------------------
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of a :class:`Function`: an int (``pointer`` False), or a pointer to ``elem``: "element" (the
+    printing's element type: a double, or a vector of SG_W states on lanes), "double" (a double in every
+    printing), "vector" (the printing's vector type of directions) or "int"; ``const``: read only."""
+    name: str
+    elem: str = "element"
+    const: bool = False
+    pointer: bool = True
+
+    def __post_init__(self):
+        _ident(self.name)
+        if self.elem not in ("element", "double", "vector", "int"):
+            raise ValueError(f"{self.elem!r} is not an element kind")
+
+
+@dataclass
+class View:
+    """The pointer local ``name``, declared here: ``array + offset`` (``row``: ``array[row]``, a row of a table of
+    constants), to ``elem`` as :class:`Param`'s, ``const`` for reading.  ``when`` (a condition) and ``other``
+    (``(array, offset)``, or None: a null pointer): where ``when`` fails it points there instead."""
+    name: str
+    array: str
+    offset: object = 0
+    elem: str = "element"
+    const: bool = False
+    row: object = None
+    when: object = None
+    other: tuple | None = None
+
+    def reads(self) -> set:
+        """The identifiers it reads (its arrays; the tables of its indices are the model's)."""
+        return {self.array} | ({self.other[0]} if self.other else set())
+
+
+@dataclass
+class Function:
+    """A C function of the generated model: ``params`` (:class:`Param`), ``body`` (statements; a parameter it
+    does not read is cast to void), returning ``returns`` ("int": the body ends in :class:`Return`, or "void");
+    ``target``: None, "lanes" (the lane functions' instruction set) or an x86 target name ("avx512f");
+    ``ints``: the integer locals its :class:`Traced` statements use (declared where they read them)."""
+    name: str
+    params: tuple
+    body: list
+    doc: str = ""
+    returns: str = "void"
+    target: str | None = None
+    static: bool = True
+    ints: tuple = ()
+
+    def __post_init__(self):
+        _ident(self.name)
+
+
+@dataclass
+class FunctionTable:
+    """``name[kind]``: a table of functions that all take ``params`` (the step functions of every body kind)."""
+    name: str
+    params: tuple
+    functions: tuple
+    returns: str = "void"
