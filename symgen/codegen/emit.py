@@ -33,7 +33,7 @@ from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_GLU
                           STEP_PART)
 from ..ir import program as P
 from .plan import model_batches
-from .printer import c_lines
+from .printer import c_function, c_lines
 from .lanes import lane_width
 
 #: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
@@ -907,6 +907,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
                                name=name, kernels=lane_kernels, dyn=(traced["dyn_bodies"], traced["dyn_adds"])) \
         if derivatives and not flexible else {"fd": None, "id": None}
     derivative_per_kind = derivs.pop("per_kind", None)
+    derivative_widths = derivs.pop("per_kind_widths", None)
     lanes.update(fd_derivatives=None, id_derivatives=None)
     for k, f in derivs.items():
         if f:
@@ -958,6 +959,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
             "step_part": STEP_PART,
             "derivative_parts": sorted(ALL_DERIVATIVE_PARTS), "glue_part": DERIVATIVE_GLUE_PART,
             "derivative_per_kind": derivative_per_kind, "derivative_per_kind_part": DERIVATIVE_PARTS["id"],
+            "derivative_widths": derivative_widths,
             # the derivatives take the per-kind form (declared alike in the module without them: one header)
             "per_kind_derivatives": traced["fd"] is None and not flexible}
 
@@ -1015,19 +1017,20 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
     if not straight:
         pk = PerKindDerivatives(bodies, L, name, layout, hinges)
         drivers = pk.emit_derivatives(nq)
-        lanes, dispatch = pk.emit_lane_derivatives(nq)
+        from .perkind import DERIVATIVE_PARAMS
+
+        dl = pk.emit_lane_derivatives(nq)
         pkd = recursions() if looped else pk
         tangent_lines, tangent_lanes = looped_tangent(pkd)
-        one = ["/* the derivatives of inverse dynamics, one direction at a time */",
-               f"static int sg_{name}_id_derivatives_1(const double *q, const double *u, const double *p, int tangent, "
-               "double *out)", "{", *("    " + x for x in drivers["id"]), "}"]
-        tangent = [f"if (tangent) return sg_{name}_id_derivatives_tangent(q, u, p, out);"] if tangent_lines else []
+        one = c_function(P.Function(f"sg_{name}_id_derivatives_1", DERIVATIVE_PARAMS, [P.Traced(drivers["id"])],
+                                    doc="the derivatives of inverse dynamics, one direction at a time", returns="int"))
         fd_lanes = pkd.fd_derivative_lanes(nq) if tangent_lanes else None   # the ID lanes at FD's Udot
         return {"fd": {"lines": drivers["fd"], "lanes": fd_lanes, "per_kind": True, "solve": pk.fd_solve},
-                "id": {"lines": tangent + dispatch, "lanes": tangent_lanes or None, "per_kind": True,
-                       "tangent_lines": tangent_lines},
+                "id": {"lines": [], "lanes": tangent_lanes or None, "per_kind": True, "tangent_lines": tangent_lines,
+                       "directions_on_lanes": True},
                 "per_kind": tables_of(pkd) + pk.functions + pk.seed_functions + pk.tables
-                + (pkd.functions + pkd.tables if pkd is not pk else []) + one + lanes}
+                + (pkd.functions + pkd.tables if pkd is not pk else []) + one,
+                "per_kind_widths": dl}
     for k in out:
         f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), kernel_arrays,
                              lambda T, bs: parametric_bodies(T, bs, L), lane_head)

@@ -55,14 +55,10 @@ def _uses(ident: str, text: str) -> bool:
 _WORD = re.compile(r"\b\w+\b")
 
 
-def _prologue(views, lines, head) -> list:
-    """The definitions of ``views`` ((name, statement), in order) that a step's ``lines`` (its traced statements)
-    or ``head`` (its kernel calls: records) read; a definition can read a later one's name (uh reads u, which is a
-    parameter; none reads another view)."""
+def _prologue(views, lines) -> list:
+    """The definitions of ``views`` ((name, statement), in order) that a step's ``lines`` (its statements,
+    printed) read; none reads another."""
     words = set(_WORD.findall("\n".join(lines)))
-    for st in head:
-        if isinstance(st, P.Invoke):
-            words |= {a for a in st.args if isinstance(a, str)}
     return [v for name, v in views if name in words]
 
 
@@ -624,7 +620,7 @@ class PerKindForm:
         if lane is not None:              # the tangents' pointers are to the directions' vectors
             views = [(n, replace(v, elem="vector") if n in ("outh", "dw", "dwp", "sqh", "suh") else v)
                      for n, v in views]
-        pro = _prologue(views, body, head)
+        pro = _prologue(views, c_lines(P.Program(head)) + body)
         returns = "int" if signature == _SIGNATURE else "void"
         tail = [P.Return(0)] if returns == "int" and not (body and body[-1].startswith("return")) else []
         rec = P.Function(fn, signature, [*pro, *head, P.Traced(body), *tail], returns=returns,
@@ -805,36 +801,38 @@ class PerKindForm:
                 # aliases, then differs from the one-state step in the last bit)
                 alias = st.get(f"{kernel}_alias") or [None] * len(st[kernel])
                 live = sorted(set(live) | {i for i, c in enumerate(st[kernel]) if c is None and alias[i] is None})
-            decls.append(f"sg_vd {arr}[{size}];")
+            decls.append(P.Locals(arrays=((arr, size),)))
             lane = None if h is None else _lane_kernel(h, kernel, live, arr, 0, 0, 0, memo)
             if lane is not None:
                 vector += [re.sub(r"\b([qu])_l\[", r"\1h[", x) for x in lane]
             else:
                 per_lane.append((kernel, size, live, arr))
         head = []
+        W, l, i = P.Var("SG_W"), P.Var("l"), P.Var("i")
         if any("s_l[" in x or "c_l[" in x for x in vector):
             n = len(args)
             lane_angles = [re.sub(r"\bq\[(\d+)\]", r"qh[\1][l]", a) for a in args]
-            head += [f"double ang[{n} * SG_W];  /* the hinge's angles, each angle's lanes one after the other */",
-                     f"sg_vd s_l[{n}], c_l[{n}];",
-                     "for (l = 0; l < SG_W; ++l) {",
-                     *[f"    ang[{i} * SG_W + l] = {angle};" for i, angle in enumerate(lane_angles)],
-                     "}",
-                     f"sg_sincos_split_lanes({n} * SG_W, ang, (double *)s_l, (double *)c_l);"]
-        head += decls + vector
+            head += [P.Locals(doubles=(("ang", P.mul(n, W)),),
+                              comment="the hinge's angles, each angle's lanes one after the other"),
+                     P.Locals(arrays=(("s_l", n), ("c_l", n))),
+                     P.Loop("l", 0, W, [P.Set(P.Elem("ang", P.add(P.mul(j, W), l)), P.Printed(angle))
+                                        for j, angle in enumerate(lane_angles)]),
+                     P.Invoke("sg_sincos_split_lanes", (P.mul(n, W), "ang", P.Doubles("s_l"), P.Doubles("c_l")),
+                              check=False)]
+        head += decls + [P.Traced(vector)]
         if per_lane:
             k_size = max(n for _, n, _, _ in per_lane)
             # U only where a kernel reads it (coord_map_dot): the mass matrix's steps have no U (a null u)
             reads_u = any(kernel in NEEDS_U or kernel in NEEDS_U_DQ for kernel, _, _, _ in per_lane)
-            head += ["for (l = 0; l < SG_W; ++l) {  /* the hinge's kernels one lane at a time */",
-                     f"    double qr[{max(nq, 1)}], ur[{max(nu, 1)}] = {{0.0}}, k_out[{k_size}];",
-                     "    int i;",
-                     f"    for (i = 0; i < {nq}; ++i) qr[i] = qh[i][l];",
-                     *([f"    for (i = 0; i < {nu}; ++i) ur[i] = uh[i][l];"] if reads_u else [])]
+            calls = []
             for kernel, _, live, arr in per_lane:
-                head += [f"    sg_{kind.slug}_{kernel}(qr, ur, 0, k_out);",
-                         "    " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live)]
-            head.append("}")
+                calls += [P.Invoke(f"sg_{kind.slug}_{kernel}", ("qr", "ur", None, "k_out"), check=False),
+                          *(P.Set(P.Elem(arr, j, l), P.Elem("k_out", j)) for j in live)]
+            head += [P.Comment("the hinge's kernels one lane at a time"), P.Loop("l", 0, W, [P.Block([
+                P.Locals(doubles=(("qr", max(nq, 1)), ("ur", max(nu, 1)), ("k_out", k_size))),
+                P.Loop("i", 0, nq, [P.Set(P.Elem("qr", i), P.Elem("qh", i, l))]),
+                P.Loop("i", 0, nu, [P.Set(P.Elem("ur", i), P.Elem("uh", i, l) if reads_u else P.Num(0.0))]),
+                *calls])])]
         return head
 
     def _lane_step(self, step: str, kind: _Kind, trace, doc: str, hinges: dict, memo: dict, walk=False,
@@ -849,8 +847,8 @@ class PerKindForm:
         head = self._lane_kernels(T, kind, b, hinges, memo)
         fn = f"sg_{self.name}_{step}_l{kind.index}"
         signature = _LANE_WALK_SIGNATURE if walk else _LANE_ROWS_SIGNATURE if rows else _LANE_SIGNATURE
-        pro = _prologue(self._views(lanes=True), head + body, [])
-        rec = P.Function(fn, signature, [*pro, P.Traced(head + body)], doc=f"{doc}; {kind.label}; SG_W states",
+        pro = _prologue(self._views(lanes=True), c_lines(P.Program(head), lanes=True) + body)
+        rec = P.Function(fn, signature, [*pro, *head, P.Traced(body)], doc=f"{doc}; {kind.label}; SG_W states",
                          target="lanes", ints=("l",))
         self.lane_functions += c_function(rec, lanes=True) + [""]
         return fn
@@ -949,6 +947,8 @@ class PerKindForm:
 _TANGENT_SIGNATURE = (_K, *_IN, P.Param("ws"), P.Param("dws"), P.Param("sq", const=True),
                       P.Param("su", const=True), P.Param("out"))
 _TANGENT_PARAMS = ("k", "q", "u", "p", "ws", "dws", "sq", "su", "out")
+#: a derivative function's parameters (sg_<m>_<fd|id>_derivatives): the state, the tangent flag, out
+DERIVATIVE_PARAMS = (*_IN, P.Param("tangent", "int", pointer=False), P.Param("out"))
 #: what a tangent step reads that is a value (the same for every direction): a double in its lane printing
 _VALUE_ARRAYS = ("c", "w", "wp", "qh", "uh", "X", "H", "Hd", "dqX", "dqH", "dqHd", "duHd", "Th", "fe", "p")
 
@@ -1206,8 +1206,8 @@ class PerKindDerivatives(PerKindForm):
             P.Loop("l", 0, width, [P.Invoke(f"sg_{self.model}_fd_derivatives_solve", ("tangent", P.At("out", lane * size)),
                                             status_base=lane * self.status_stride)])])
         lines = c_lines(prog, declared=("i", "l", "s", "c", "ndq"))
-        before = [f"int sg_{self.model}_id_derivatives_lanes(const double *q, const double *u, const double *p, int tangent, "
-                  "double *out);", *before_solve]
+        before = [*c_function(P.Function(f"sg_{self.model}_id_derivatives_lanes", DERIVATIVE_PARAMS, None,
+                                         returns="int", static=False)), *before_solve]
         return {"ins": [], "lines": lines, "out_size": size, "unused": [], "before": before, "with_function": True,
                 "sincos": False}
 
@@ -1221,12 +1221,12 @@ class PerKindDerivatives(PerKindForm):
         if (nu * 3 * nu + self._ltl_entries()[1]) * 8 * 8 > schedule.FD_SOLVE_LANES_MAX_BYTES:
             return None, []
         name = f"sg_{self.model}_fd_derivatives_solve_lanes"
-        body = c_lines(self.fd_solve_lanes_program(nq), lanes=True)
-        return name, ["/* the solve of forward dynamics' derivatives for SG_W states along the tangent, lane l state l "
-                      "(its row of out at l * nU (nQ + 2 nU)): the one-state solve's operations on vectors, so the same "
-                      "bits; returns 0, or 1 where a lane's M is not positive definite (out untouched) */",
-                      f"SG_LANE_TARGET static int {name}(double *out)", "{",
-                      *("    " + x for x in body), "    return 0;", "}"]
+        prog = self.fd_solve_lanes_program(nq)
+        return name, c_function(P.Function(
+            name, (P.Param("out", "double"),), prog.body, returns="int", target="lanes",
+            doc="the solve of forward dynamics' derivatives for SG_W states along the tangent, lane l state l (its row "
+                "of out at l * nU (nQ + 2 nU)): the one-state solve's operations on vectors, so the same bits; returns "
+                "0, or 1 where a lane's M is not positive definite (out untouched)"), lanes=True)
 
     def _ltl_entries(self) -> tuple:
         """``(index, n)``: where L's entry (d, i) (i = d or an ancestor of d) sits in a packed array of the n
@@ -1378,21 +1378,20 @@ class PerKindDerivatives(PerKindForm):
         dkin = self._tangent_table("dt_velocities", self._kinematics, "the tangents of the kinematics base to tip")
         drb = self._tangent_table("dt_rnea_base", self._rnea_base, "the tangents of Newton-Euler base to tip")
         drt = self._tangent_table("dt_rnea_tip", self._rnea_tip, "the tangents of Newton-Euler tip to base")
-        seeds = [f"static void sg_{nm}_dseed_{k.index}(int k, int c, const double *q, const double *u, double *sq)"
-                 f"  /* {k.label}: sq = column c of N(Q) */" for k in self.kinds]
+        seed_params = (_K, P.Param("c", "int", pointer=False), P.Param("q", const=True), P.Param("u", const=True),
+                       P.Param("sq"))
         self.seed_functions = []
-        for kind, head in zip(self.kinds, seeds):
+        for kind in self.kinds:
             n_q, n_u = L.nqh[kind.rep.k], kind.rep.nu
-            if n_q and n_u:
-                body = [f"    double N[{n_q * n_u}];", f"    int i;",
-                        f"    sg_{kind.slug}_qdot_map(q + sg_{nm}_q0[k], u + sg_{nm}_u0[k], 0, N);",
-                        f"    for (i = 0; i < {n_q}; ++i) sq[sg_{nm}_q0[k] + i] = N[i * {n_u} + c];"]
-            else:
-                body = ["    (void)k; (void)c; (void)q; (void)u; (void)sq;"]
-            self.seed_functions += [head, "{", *body, "}", ""]
-        self.tables += [f"static void (*const sg_{nm}_dseed[{len(self.kinds)}])(int k, int c, const double *q, "
-                        f"const double *u, double *sq) = {{",
-                        "    " + ", ".join(f"sg_{nm}_dseed_{k.index}" for k in self.kinds), "};"]
+            kq0, ku0, ci = P.Lookup(f"sg_{nm}_q0", P.Var("k")), P.Lookup(f"sg_{nm}_u0", P.Var("k")), P.Var("i")
+            body = [P.Locals(arrays=(("N", n_q * n_u),)),
+                    P.Invoke(f"sg_{kind.slug}_qdot_map", (P.At("q", kq0), P.At("u", ku0), None, "N"), check=False),
+                    P.Loop("i", 0, n_q, [P.Set(P.Elem("sq", P.add(kq0, ci)),
+                                               P.Elem("N", P.add(P.mul(ci, n_u), P.Var("c"))))])] if n_q and n_u else []
+            self.seed_functions += c_function(P.Function(f"sg_{nm}_dseed_{kind.index}", seed_params, body,
+                                                         doc=f"{kind.label}: sq = column c of N(Q)")) + [""]
+        self.tables += c_function_table(P.FunctionTable(f"sg_{nm}_dseed", seed_params,
+                                                        tuple(f"sg_{nm}_dseed_{k.index}" for k in self.kinds)))
         ub = [b.k for b in self.bodies for _ in range(b.nu)]
         qb = [b.k for b in self.bodies for _ in range(L.nqh[b.k])]
         k, d, b, c, i, ndq = (P.Var(v) for v in ("k", "d", "b", "c", "i", "ndq"))
@@ -1831,7 +1830,9 @@ class PerKindDerivatives(PerKindForm):
             P.Return(0)])
 
     def emit_lane_derivatives(self, nq: int) -> tuple:
-        """The derivatives of inverse dynamics with the directions on lanes: ``(lines, dispatch)``.  ``lines``: for each
+        """The derivatives of inverse dynamics with the directions on lanes: ``{"values": lines, "widths": {W:
+        lines}}`` (templates/model.c.jinja compiles them where the compiler has vector types, each width where the
+        CPU runs it, and dispatches between them).  ``values``: the steps of the values; ``widths``: for each
         width of the derivatives' vectors (``sg_dv8`` on AVX-512, ``sg_dv2``: helpers/derivatives.c) the tangent
         steps traced on dual numbers printed for that many directions at once (:meth:`_function` with ``lane``:
         the values doubles, every tangent a vector, one direction per lane) and a driver
@@ -1840,23 +1841,23 @@ class PerKindDerivatives(PerKindForm):
         same compact workspace (:func:`rnea_workspace`).  A block's directions are neighbours in the depth-first
         order of their bodies, and its subtrees' bodies that none of its directions seeds run the carried steps
         (:meth:`_dual`, :meth:`_kinematics_carried`: no hinge tangents, no hinge kernel).  Each lane's numbers are the one-direction driver's (up to
-        the sign of a zero: a lane adds the zero tangents of the block's other subtrees).  ``dispatch``: the lines
-        that start ``sg_<m>_id_derivatives``: the widest form the CPU runs, else the one-direction driver."""
+        the sign of a zero: a lane adds the zero tangents of the block's other subtrees)."""
         nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
         saved = self._made, self.functions, self.tables
         self._record, self._ws_table = rnea_workspace, "dl_ws"
         offsets = self._offsets(rnea_workspace)
         o = offsets[-1]
-        lines = ["#if SG_DERIVS",
-                 "/* each body's block of the directions-on-lanes workspace (perkind.rnea_workspace), and the end */",
-                 f"static const int sg_{nm}_dl_ws[{nb + 1}] = {{ {', '.join(map(str, offsets))} }};"]
+        lines = [*c_lines(P.Program([P.Comment("each body's block of the directions-on-lanes workspace "
+                                               "(perkind.rnea_workspace), and the end")])),
+                 *c_lines(P.Program([P.Locals(tables=((f"sg_{nm}_dl_ws", offsets),))]))]
+        widths = {}
         try:
             self._made, self.functions, self.tables = set(), [], []
             kin = self._table("dvl_velocities", self._kinematics, "kinematics base to tip: X_pb, H, V, a, b")
             rb = self._table("dvl_rnea_base", self._rnea_base, "Newton-Euler base to tip: alpha, f = M alpha + b - f_ext")
             rt = self._table("dvl_rnea_tip", self._rnea_tip, "Newton-Euler tip to base: T = H^T f (+ A Udot); phi f "
                              "into the parent")
-            lines += self.functions + self.tables + ["#endif"]
+            lines += self.functions + self.tables
             children = {b.k: [] for b in self.bodies}
             for b in self.bodies:
                 if b.parent >= 0:
@@ -1869,8 +1870,7 @@ class PerKindDerivatives(PerKindForm):
             u_order = [b.u0 + c for b in depth_first for c in range(b.nu)]
             q_order = [L.q0[b.k] + c for b in depth_first for c in range(L.nqh[b.k])]
             assert sorted(u_order) == list(range(nu)) and sorted(q_order) == list(range(nq))
-            for vec, width, target, guard in (("sg_dv8", 8, "avx512f", "SG_DERIVS && SG_DERIVS_AVX512"),
-                                              ("sg_dv2", 2, None, "SG_DERIVS")):
+            for vec, width, target in (("sg_dv8", 8, "avx512f"), ("sg_dv2", 2, None)):
                 self._made, self.functions, self.tables = set(), [], []
                 lane = (vec, width, target)
                 sig = _dl_signature()
@@ -1897,29 +1897,10 @@ class PerKindDerivatives(PerKindForm):
                 prog = self._lane_derivatives_program(nq, width, o, (kin, rb, rt), (dkin, drb, drt),
                                                       (ckin, crb, crt), drta, u_order, q_order)
                 driver = c_function(P.Function(
-                    f"sg_{nm}_id_derivatives_dl{width}", (*_IN, P.Param("tangent", "int", pointer=False),
-                                                          P.Param("out")),
+                    f"sg_{nm}_id_derivatives_dl{width}", DERIVATIVE_PARAMS,
                     prog.body, doc=f"the derivatives of inverse dynamics, {width} directions at once (a lane each)",
                     returns="int", target=target), vector=vec)
-                lines += [f"#if {guard}"] + self.functions + self.tables + driver + ["#endif"]
+                widths[width] = self.functions + self.tables + driver
         finally:
             (self._made, self.functions, self.tables), self._record, self._ws_table = saved, None, None
-        args = "(q, u, p, tangent, out)"
-        lines += ["/* inverse dynamics' derivatives with width directions at once: 1 (one at a time), 2 or 8 (-2 where",
-                  " * that width is not compiled or the CPU has no AVX-512); sg_<m>_id_derivatives takes the widest */",
-                  f"int sg_{nm}_id_derivatives_width(const double *q, const double *u, const double *p, int tangent, "
-                  "double *out, int width)", "{",
-                  "#if SG_DERIVS && SG_DERIVS_AVX512",
-                  f"    if (width == 8) return __builtin_cpu_supports(\"avx512f\") ? sg_{nm}_id_derivatives_dl8{args} : -2;",
-                  "#endif", "#if SG_DERIVS",
-                  f"    if (width == 2) return sg_{nm}_id_derivatives_dl2{args};",
-                  "#endif",
-                  f"    return width == 1 ? sg_{nm}_id_derivatives_1{args} : -2;", "}"]
-        dispatch = ["#if SG_DERIVS && SG_DERIVS_AVX512",
-                    f"if (__builtin_cpu_supports(\"avx512f\")) return sg_{nm}_id_derivatives_dl8{args};",
-                    "#endif", "#if SG_DERIVS",
-                    f"return sg_{nm}_id_derivatives_dl2{args};",
-                    "#else",
-                    f"return sg_{nm}_id_derivatives_1{args};",
-                    "#endif"]
-        return lines, dispatch
+        return {"values": lines, "widths": widths}

@@ -68,6 +68,8 @@ def expr(x, zero: str = "zero") -> str:
         return f"{x.array}[{index(x.index)}]" + ("" if x.lane is None else f"[{index(x.lane)}]")
     if isinstance(x, P.Zeros):
         return zero
+    if isinstance(x, P.Printed):
+        return x.text
     if isinstance(x, P.Scalar):
         return x.name
     if isinstance(x, P.Num):
@@ -79,12 +81,18 @@ def expr(x, zero: str = "zero") -> str:
     if isinstance(x, P.Bin):             # parentheses where C's precedence and left-to-right order need them
         prec = _PREC[x.op]
         left, right = expr(x.a, zero), expr(x.b, zero)
-        if isinstance(x.a, P.Bin) and _PREC[x.a.op] < prec:
+        if isinstance(x.a, P.Bin) and _PREC[x.a.op] < prec or _compound(x.a):
             left = f"({left})"
-        if isinstance(x.b, P.Bin) and _PREC[x.b.op] <= prec:
+        if isinstance(x.b, P.Bin) and _PREC[x.b.op] <= prec or _compound(x.b):
             right = f"({right})"
         return f"{left} {x.op} {right}"
     raise TypeError(f"{x!r} is not a double expression")
+
+
+def _compound(x) -> bool:
+    """Another printer's expression that is more than a name or an entry (parenthesized as an operand)."""
+    return isinstance(x, P.Printed) and re.fullmatch(r"[\w\[\]. ]*", x.text) is None or \
+        isinstance(x, P.Printed) and " " in x.text
 
 
 def _operand(x, zero: str = "zero") -> str:
@@ -103,6 +111,8 @@ def _arg(a) -> str:
         return P._ident(a)
     if isinstance(a, P.At):
         return _at(a.array, a.offset)
+    if isinstance(a, P.Doubles):
+        return f"(double *){P._ident(a.array)}"
     return index(a)
 
 
@@ -117,14 +127,16 @@ def _plus(offset, i: str = "i") -> str:
 
 
 def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | None = None, zero: str = "zero",
-            ints=(), unused=()) -> list:
+            ints=(), unused=(), returns: bool = False) -> list:
     """The C statements of ``prog`` (one state, or ``lanes``: SG_W states); ``vector``: the C type of the arrays
     of :attr:`symgen.ir.program.Locals.vectors` (a program with its directions on lanes); ``zero``: the name of
     its vector of zeros (:class:`~symgen.ir.program.Zeros`); ``ints``: integer locals to declare besides the loop
     variables where the body reads them (those :class:`~symgen.ir.program.Traced` statements use); ``unused``:
-    the function's parameters, each cast to void where the body does not read it."""
+    the function's parameters, each cast to void where the body does not read it; ``returns``: the body's
+    :class:`~symgen.ir.program.Return` statements are printed on lanes too (a lane program's are not: the function
+    that wraps it returns the lanes' statuses)."""
     elem = _ELEMENT[lanes]
-    ctx = (lanes, elem, vector, zero)
+    ctx = (lanes, elem, vector, zero, returns)
     out = []
     body = [ln for s in prog.body if not isinstance(s, P.Locals) for ln in _stmt(s, ctx)]
     words = set(re.findall(r"\b\w+\b", "\n".join(body)))
@@ -149,7 +161,7 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | Non
 
 
 def _ctype(elem: str, ctx) -> str:
-    lanes, element, vector, _ = ctx
+    lanes, element, vector, _, _ = ctx
     return {"element": element, "double": "double", "vector": vector, "int": "int"}[elem]
 
 
@@ -170,18 +182,19 @@ def _target(target) -> str:
 def c_function(fn: P.Function, lanes: bool = False, vector: str | None = None) -> list:
     """A :class:`~symgen.ir.program.Function` in C (its doc comment, signature and body; ``lanes`` and ``vector``
     as :func:`c_lines` takes them)."""
-    ctx = (lanes, _ELEMENT[lanes], vector, "zero")
+    ctx = (lanes, _ELEMENT[lanes], vector, "zero", False)
     params = ", ".join(_param(x, ctx) for x in fn.params)
+    head = f"{_target(fn.target)}{'static ' if fn.static else ''}{fn.returns} {fn.name}({params})"
+    if fn.body is None:
+        return [f"{head};"]
     body = c_lines(P.Program(list(fn.body)), lanes, vector=vector, ints=fn.ints,
-                   unused=[x.name for x in fn.params])
-    return ([*_comment(fn.doc)] if fn.doc else []) + [
-        f"{_target(fn.target)}{'static ' if fn.static else ''}{fn.returns} {fn.name}({params})", "{",
-        *("    " + ln for ln in body), "}"]
+                   unused=[x.name for x in fn.params], returns=fn.returns == "int")
+    return ([*_comment(fn.doc)] if fn.doc else []) + [head, "{", *("    " + ln for ln in body), "}"]
 
 
 def c_function_table(tbl: P.FunctionTable, lanes: bool = False, vector: str | None = None) -> list:
     """A :class:`~symgen.ir.program.FunctionTable` in C: a constant array of function pointers."""
-    ctx = (lanes, _ELEMENT[lanes], vector, "zero")
+    ctx = (lanes, _ELEMENT[lanes], vector, "zero", False)
     params = ", ".join(_param(x, ctx) for x in tbl.params)
     return [f"static {tbl.returns} (*const {tbl.name}[{len(tbl.functions)}])({params}) = {{",
             "    " + ", ".join(tbl.functions), "};"]
@@ -189,7 +202,7 @@ def c_function_table(tbl: P.FunctionTable, lanes: bool = False, vector: str | No
 
 def _locals(s: P.Locals, ctx, top: bool = False) -> list:
     """The declarations of a :class:`~symgen.ir.program.Locals`."""
-    _, elem, vector, zero = ctx
+    _, elem, vector, zero, _ = ctx
     out = []
     if s.arrays or s.pointers:
         names = [f"{a}[{max(int(n), 1) if isinstance(n, int) else index(n)}]" for a, n in s.arrays] + \
@@ -198,6 +211,9 @@ def _locals(s: P.Locals, ctx, top: bool = False) -> list:
     if s.vectors:
         out.append(f"{vector} {', '.join(f'{a}[{max(int(n), 1)}]' for a, n in s.vectors)};"
                    + (f"  /* {s.comment} */" if s.comment and not (s.arrays or s.pointers) else ""))
+    if s.doubles:
+        out.append(f"double {', '.join(f'{a}[{max(int(n), 1) if isinstance(n, int) else index(n)}]' for a, n in s.doubles)};"
+                   + (f"  /* {s.comment} */" if s.comment and not (s.arrays or s.pointers or s.vectors) else ""))
     if s.zero or (top and s.vectors):
         out.append(f"const {vector} {zero} = ({vector}){{0}};")
     if s.ints:
@@ -235,7 +251,7 @@ def _nest(head: str, body, ctx) -> list:
 
 
 def _stmt(s, ctx) -> list:
-    lanes, elem, _, zero = ctx
+    lanes, elem, _, zero, returns = ctx
     if isinstance(s, P.Comment):
         return _comment(s.text)
     if isinstance(s, P.Loop):
@@ -318,7 +334,7 @@ def _stmt(s, ctx) -> list:
     if isinstance(s, P.Swap):
         return [f"{{ {elem} *t_ = {s.a}; {s.a} = {s.b}; {s.b} = t_; }}"]
     if isinstance(s, P.Return):
-        return [] if lanes else [f"return {int(s.value)};"]
+        return [] if lanes and not returns else [f"return {int(s.value)};"]
     raise TypeError(f"{s!r} is not a statement of a looped program")
 
 

@@ -184,6 +184,18 @@ class Elem:
 
 
 @dataclass(frozen=True)
+class Printed:
+    """An expression another printer wrote (a hinge's trigonometric argument, which sympy printed), as it is."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Doubles:
+    """An argument of :class:`Invoke`: the vector array ``array`` as the doubles of its lanes, in order."""
+    array: str
+
+
+@dataclass(frozen=True)
 class Zeros:
     """A vector of zeros (the value of a vector entry)."""
 
@@ -434,6 +446,7 @@ class Locals:
     #: declare the vector of zeros (:class:`Zeros`) here: at a program's top level it is declared where the locals
     #: have vectors, in a nested block only where this says so
     zero: bool = False
+    doubles: tuple = ()      # arrays of doubles in every printing (name, size)
 
 
 @dataclass
@@ -508,7 +521,7 @@ class Function:
     ``ints``: the integer locals its :class:`Traced` statements use (declared where they read them)."""
     name: str
     params: tuple
-    body: list
+    body: list | None        # None: its prototype only (a function of another translation unit)
     doc: str = ""
     returns: str = "void"
     target: str | None = None
