@@ -108,7 +108,7 @@ def cmd_hinges(args, ui) -> int:
         print(hinge_table_markdown())
         return 0
     from .hinges.derive import hinge
-    from .codegen.emit import C_KERNELS
+    from .codegen.kernels import C_KERNELS
     from .pipeline.sources import hinge_sources
 
     cols = [*C_KERNELS, "sanitize", "atbi"]

@@ -59,8 +59,8 @@ def test_c_equals_lambdify(pair):
 
 def test_kernels_given_sines_and_cosines(pair):
     """The *_sc variants that model code calls (the hinge's angles' sines and cosines computed up front, see
-    symgen.codegen.emit.hinge_trig_args) against the kernels that compute them, and against lambdify: 1e-12."""
-    from symgen.codegen.emit import TRIG_KERNELS, hinge_trig_args
+    symgen.codegen.kernels.hinge_trig_args) against the kernels that compute them, and against lambdify: 1e-12."""
+    from symgen.codegen.kernels import TRIG_KERNELS, hinge_trig_args
 
     h, k = pair
     args = hinge_trig_args(h)

@@ -390,9 +390,10 @@ CODEGEN = {"symgen.ir", "symgen.codegen", "symgen.abi", "symgen.pipeline.compile
 #: looped programs' IR, symgen.ir.program, the cost model, the entry-point records of symgen.codegen.plan, the
 #: template layer's glue, symgen.codegen.render, the per-kind form, symgen.codegen.perkind, and the forward-mode
 #: derivatives' drivers, symgen.codegen.derivatives, holds none): the printers (the tape's, the looped programs'
-#: and records' symgen.codegen.printer), the model emitter not yet moved onto the IR and the toolchain's
-#: generated include
-PRINTERS = {"symgen.ir.tape", "symgen.codegen.printer", "symgen.codegen.emit", "symgen.pipeline.compile"}
+#: and records' symgen.codegen.printer, the hinge kernels' sympy -> C symgen.codegen.kernels), the model emitter
+#: not yet moved onto the IR and the toolchain's generated include
+PRINTERS = {"symgen.ir.tape", "symgen.codegen.printer", "symgen.codegen.kernels", "symgen.codegen.emit",
+            "symgen.pipeline.compile"}
 
 
 def _writes_c(name: str) -> bool:

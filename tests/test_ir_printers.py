@@ -19,7 +19,8 @@ import sympy
 
 import symgen
 from symgen.codegen.derivatives import derivative_kernel_arrays
-from symgen.codegen.emit import derivative_kernels, kernel_arrays
+from symgen.codegen.emit import kernel_arrays
+from symgen.codegen.kernels import derivative_kernels
 from symgen.model import load_model
 from symgen.pipeline.sources import model_programs
 

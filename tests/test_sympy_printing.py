@@ -304,7 +304,7 @@ def test_lambdify_mpmath_keeps_working_precision():
 def test_printer_rules_win():
     """symgen's C emitter keeps sg_stumpff; user_functions names a function; lambdify to sympy stays
     symbolic; the twin agrees with stumpff_np."""
-    from symgen.codegen.emit import SgCPrinter
+    from symgen.codegen.kernels import SgCPrinter
 
     e = stumpff(2, _X**2)
     assert SgCPrinter({}).doprint(e) == "sg_stumpff(2, (x*x))"

@@ -110,7 +110,7 @@ class BodyInfo:
     X_const: list          # 16 entries of the hinge transform: float if constant, None if runtime
     H_const: list          # 6 x nU coord map (row-major), same
     Hd_const: list         # 6 x nU coord map derivative, same
-    X_alias: list = None   # per entry: [j, sign] when it equals sign * entry j (emit.kernel_structure), else None
+    X_alias: list = None   # per entry: [j, sign] when it equals sign * entry j (kernels.kernel_structure), else None
     H_alias: list = None
     Hd_alias: list = None
     armature: list = None  # rotor inertia per hinge U (added to D, to M's diagonal, and as A Udot to T)

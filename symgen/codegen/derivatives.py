@@ -9,7 +9,7 @@ other legs.  The directions, in order: Q (``tangent``: the motion of Q that U = 
 ``Qdot = N(Q) e_j``, nU of them; else each coordinate Q_i, nQ of them), U (nU), and T for forward dynamics or
 Udot for inverse dynamics (nU).  Forward dynamics runs its T groups first (M^-1 by the O(n) M^-1 pass), then
 its Q and U groups' r = dT - dRNEA times that M^-1, over the rows where r can be nonzero.  The hinge kernels'
-outputs take their tangents from the hinges' derivative kernels (:data:`symgen.codegen.emit.DERIVATIVE_KERNELS`):
+outputs take their tangents from the hinges' derivative kernels (:data:`symgen.codegen.kernels.DERIVATIVE_KERNELS`):
 ``dX = sum_i dX/dQ_i dQ_i``.
 
 ``out`` = [d/dQ (nU x nQdir), d/dU (nU x nU), d/dT or d/dUdot (nU x nU)], each row-major: for forward
@@ -203,10 +203,10 @@ def emit_derivatives(kind, bodies, L, layout, slugs, calls_factory, kernel_array
     """The derivative functions of ``kind`` (``"fd"`` or ``"id"``): ``{"lines": the body of
     sg_<m>_<kind>_derivatives(q, u, p, tangent, out), "lanes": the lane-batch form or None}``, or None when the
     traced function is longer than :data:`DERIVATIVE_MAX_LINES` or D is a constant that is not positive definite.
-    ``calls_factory()``: a new hinge-kernel call printer (symgen.codegen.emit._HingeCalls);
+    ``calls_factory()``: a new hinge-kernel call printer (symgen.codegen.kernels.HingeCalls);
     ``kernel_arrays(T, bodies)``: the value kernels the live code reads; ``trace_bodies(T, bodies)``: the bodies
     as the trace sees them (a parametric build's inertias from p); ``lane_head(items, strides, size)``:
-    :func:`symgen.codegen.emit.lane_kernel_head` (None: no lane-batch form; see :func:`_lane_form`).
+    :func:`symgen.codegen.kernels.lane_kernel_head` (None: no lane-batch form; see :func:`_lane_form`).
 
     The directions come in groups (:func:`direction_groups`) of one kind each (Q, U, then T or Udot), each
     group traced with only its own seeds, so that what is zero for it folds: a U direction moves no transform,

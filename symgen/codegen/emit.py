@@ -1,33 +1,13 @@
-"""sympy -> C statements for the hinge kernels, and the C pieces of a model (kinematics, frames, and the
-dynamics from :mod:`symgen.algorithms.soa` via :mod:`symgen.ir.tape`, one form per entry point (straight-line, with its lane
-form for batches, or :mod:`symgen.codegen.perkind`)).
-
-For one kernel (a matrix of expressions in a hinge's symbols) :func:`emit_kernel` produces the body of a C
-function with the fixed signature ``(const double *q, const double *u, const double *p, double *out)``:
-
-1. trig hoisting: each ``sin(a)`` / ``cos(a)`` becomes a named constant computed once
-   (``s_q0 = sin(q[0])``); a sine and cosine of the same angle come from one ``sg_sincos`` call (one
-   shared range reduction, ``templates/helpers/sincos.c``);
-2. one joint common-subexpression pass (``sympy.cse``) over all outputs of the kernel;
-3. zeros and constants folded: an output that is a number is written as a literal;
-4. printing with :class:`SgCPrinter` (C99, ``q_i -> q[i]``, ``u_i -> u[i]``, ``P_ij -> p[6 i + j]``,
-   ``x**2 -> x*x``, ``pi`` as a literal, Stumpff functions -> ``sg_stumpff(k, s)``, Piecewise -> ``?:``).
-
-The operation count reported per kernel is ``sympy.count_ops`` of what is left after CSE (each
-``sin``, ``sqrt``, ``sg_stumpff`` call counts as one operation).
+"""The C pieces of a model: kinematics, frames, and the dynamics from :mod:`symgen.algorithms.soa` via
+:mod:`symgen.ir.tape`, one form per entry point (straight-line, with its lane form for batches, or
+:mod:`symgen.codegen.perkind`), gathered for the templates.  The hinge kernels' own C and their calls are
+:mod:`symgen.codegen.kernels`'.
 """
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import dataclass, field
-
-import sympy as sp
-from sympy.printing.c import C99CodePrinter
 
 from ..algorithms import soa
-from ..hinges.derive import NEEDS_U, NEEDS_U_DQ, Hinge
-from ..symbolic.spatial import stumpff
 from ..abi.layout import (ALL_DERIVATIVE_PARTS, CENTROIDAL_PARTS, DERIVATIVE_GLUE_PART, DERIVATIVE_LANE_PARTS,
                           DERIVATIVE_PARTS, FRAME_LANES_PART, HINGE_API_PART, KINEMATICS_PART, LOOPED_LANES_PART, MATS_PART,
                           STEP_PART)
@@ -35,310 +15,43 @@ from ..ir import program as P
 from .plan import model_batches
 from .printer import c_function, c_lines
 from .lanes import lane_width
-
-#: kernels emitted for every hinge spec, in header order (atbi and sanitize are added where they apply)
-C_KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "coord_map_dot", "bias", "pose_gradient",
-             "ortho_complement")
-#: the kernels a model calls with its hinges' sines and cosines computed up front, in one vectorized loop
-#: (``sg_<slug>_<kernel>_sc``, see :func:`hinge_trig_args`)
-TRIG_KERNELS = ("transform", "coord_map", "coord_map_dot")
+from .kernels import (C_KERNELS, DERIVATIVE_KERNELS, TRIG_KERNELS, CKernel, HingeCalls, SgCPrinter,  # noqa: F401
+                      banner_info, c_identifier_ok, derivative_kernels, emit_hinge, emit_statements,
+                      hinge_trig_args, kernel_structure, lane_kernel_head, lane_kernel_lines, spec_slug,
+                      void_unused)
 
 
-class SgCPrinter(C99CodePrinter):
-    """C99 printer with symgen's array slots and helpers."""
-
-    def __init__(self, slots: dict, settings=None):
-        super().__init__(settings or {})
-        self._slots = slots
-
-    def _print_Symbol(self, expr):
-        return self._slots.get(expr, super()._print_Symbol(expr))
-
-    def _print_NumberSymbol(self, expr):
-        return self._print(sp.Float(expr.evalf(20), 17))
-
-    _print_Pi = _print_NumberSymbol
-    _print_Exp1 = _print_NumberSymbol
-
-    def _print_Pow(self, expr):
-        b, e = expr.as_base_exp()
-        if e.is_Integer and 2 <= int(e) <= 4 and b.is_Symbol:   # x*x: cheap and exact
-            return "(%s)" % "*".join([self._print(b)] * int(e))
-        if e.is_Integer and 2 <= int(e) <= 4:                    # a compound base is evaluated once
-            return "pow(%s, %d)" % (self._print(b), int(e))
-        if e.is_Integer and -4 <= int(e) <= -1:
-            return "(1.0/%s)" % self._print(b ** (-e))
-        if e == sp.Rational(-1, 2):                           # a unit quaternion's 1/|q|: not libm's pow
-            return "(1.0/sqrt(%s))" % self._print(b)
-        return super()._print_Pow(expr)
-
-    def _print_Piecewise(self, expr):
-        if expr.args[-1].cond != True:  # noqa: E712  (sympy's true)
-            raise ValueError("Piecewise without a default branch cannot be printed")
-        out = self._print(expr.args[-1].expr)
-        for e, c in reversed(expr.args[:-1]):
-            out = "((%s) ? (%s) : (%s))" % (self._print(c), self._print(e), out)
-        return out
-
-    def _print_stumpff(self, expr):
-        return "sg_stumpff(%d, %s)" % (int(expr.args[0]), self._print(expr.args[1]))
-
-    def _print_Function(self, expr):
-        if isinstance(expr, stumpff):
-            return self._print_stumpff(expr)
-        return super()._print_Function(expr)
 
 
-@dataclass
-class CKernel:
-    """One emitted kernel: what the templates print."""
-
-    name: str
-    c_name: str
-    inputs: tuple            # which of q, u, p the kernel reads
-    out_shape: tuple
-    lines: list              # body statements (no braces)
-    flops: int
-    helpers: set = field(default_factory=set)
-    returns_status: bool = False
-    doc: str = ""
-    p_stride: int = 36       # doubles of p per state in the _batch variant
-    internal: bool = False   # called by model code only: not in the hinge manifest's kernel table
-    guard: str | None = None # compiled only where this macro is not defined, nor SG_NO_DERIVATIVES (the derivative
-    #                          kernels: SG_NO_DERIVATIVE_KERNELS, which a model's part 0 defines: it calls none)
-
-    @property
-    def out_size(self) -> int:
-        n = 1
-        for d in self.out_shape:
-            n *= d
-        return n
 
 
-def spec_slug(h: Hinge) -> str:
-    """C name of a hinge spec: the type in lower case, plus a hash of the parameters when they are not
-    the type's defaults (``pin``, ``pin_1f3a9c0d``)."""
-    from ..hinges import bind
-
-    base = h.hinge_type.lower()
-    if h.spec.key() == bind(h.hinge_type).key():
-        return base
-    return f"{base}_{hashlib.sha256(h.spec.key().encode()).hexdigest()[:8]}"
 
 
-def _slots(h: Hinge, p_syms=None) -> dict:
-    slots = {s: f"q[{i}]" for i, s in enumerate(h.q)}
-    slots.update({s: f"u[{i}]" for i, s in enumerate(h.u)})
-    if p_syms is not None:
-        slots.update({s: f"p[{i}]" for s, i in p_syms.items()})
-    return slots
 
 
-def _hoist_trig(exprs):
-    """Replace every sin(a) / cos(a) by a symbol; returns (definitions, new exprs)."""
-    found = {}
-    for e in exprs:
-        for f in e.atoms(sp.sin, sp.cos):
-            found.setdefault(f.args[0], set()).add(type(f))
-    defs, repl = [], {}
-    for k, arg in enumerate(sorted(found, key=sp.default_sort_key)):
-        tag = str(arg).replace("_", "") if arg.is_Symbol else str(k)
-        for fn, prefix in ((sp.sin, "s"), (sp.cos, "c")):
-            if fn in found[arg]:
-                sym = sp.Symbol(f"{prefix}_{tag}", real=True)
-                defs.append((sym, fn(arg)))
-                repl[fn(arg)] = sym
-    return defs, [e.xreplace(repl) for e in exprs]
 
 
-def _flops(exprs) -> int:
-    return int(sum(sp.count_ops(e) for e in exprs))
 
 
-def emit_statements(exprs, slots, out_name="out", out_offset=0, temp_prefix="t", trig_index=None):
-    """C lines computing ``out[out_offset + i] = exprs[i]`` with trig hoisting and joint CSE.
-    ``trig_index`` ({argument: k}): the sines and cosines are given, ``sin a_k = p[2 k]``,
-    ``cos a_k = p[2 k + 1]``, instead of computed.  Returns (lines, flops, helpers)."""
-    exprs = [sp.sympify(e) for e in exprs]
-    if not exprs:
-        return [f"(void){out_name};  /* empty output */"], 0, set()
-    trig_defs, hoisted = _hoist_trig(exprs)
-    if trig_index is not None:
-        slots = dict(slots)
-        for sym, value in trig_defs:
-            slots[sym] = f"p[{2 * trig_index[value.args[0]] + (1 if isinstance(value, sp.cos) else 0)}]"
-        trig_defs = []
-    nonconst = [i for i, e in enumerate(hoisted) if not e.is_number]
-    repl, reduced = sp.cse([hoisted[i] for i in nonconst],
-                           symbols=sp.numbered_symbols(temp_prefix, real=True), order="none")
-    printer = SgCPrinter(slots)
-    lines, helpers = [], set()
-    pairs = {}                                   # arg -> {sin: sym, cos: sym}
-    for sym, value in trig_defs:
-        pairs.setdefault(value.args[0], {})[type(value)] = sym
-    for arg, fs in pairs.items():
-        if len(fs) == 2:                         # both: one shared range reduction (helpers/sincos)
-            s_, c_ = fs[sp.sin], fs[sp.cos]
-            lines.append(f"double {s_.name}, {c_.name};")
-            lines.append(f"sg_sincos({printer.doprint(arg)}, &{s_.name}, &{c_.name});")
-            helpers.add("sincos")
-        else:
-            for fn, sym in fs.items():
-                lines.append(f"const double {sym.name} = {printer.doprint(fn(arg))};")
-    for sym, value in repl:
-        lines.append(f"const double {sym.name} = {printer.doprint(value)};")
-    values = dict(zip(nonconst, reduced))
-    for i, e in enumerate(hoisted):
-        v = values.get(i, e)
-        text = printer.doprint(sp.Float(v, 17) if v.is_number and not v.is_Integer else v)
-        if v.is_Integer:
-            text = f"{int(v)}.0"
-        lines.append(f"{out_name}[{out_offset + i}] = {text};")
-    body_exprs = [v for _, v in trig_defs] + [v for _, v in repl] + list(values.values())
-    if any(e.has(stumpff) for e in body_exprs):
-        helpers.add("stumpff")
-    return lines, _flops(body_exprs), helpers
 
 
-_DOCS = {
-    "transform": "4x4 X_op(Q), row-major: pnode pose in the onode",
-    "coord_map": "6 x nU pframe coord map H*_p(Q)",
-    "oframe_coord_map": "6 x nU oframe coord map diag(R_op, R_op) H*_p",
-    "qdot_map": "nQ x nU qdot map N(Q): Qdot = N U",
-    "coord_map_dot": "6 x nU time derivative of H*_p along Qdot = N U",
-    "bias": "6 bias term H*_p_dot U",
-    "pose_gradient": "6 x nU pose gradient d[log R_op; l_op]/dQ N",
-    "ortho_complement": "6 x (6 - nU) ortho complement of H*_p",
-    "transform_dq": "nQ x 16: row i = d X_op / d Q_i (row-major 4x4)",
-    "coord_map_dq": "nQ x 6 nU: row i = d H*_p / d Q_i",
-    "coord_map_dot_dq": "nQ x 6 nU: row i = d (coord map derivative) / d Q_i",
-    "coord_map_dot_du": "nU x 6 nU: row i = d (coord map derivative) / d U_i",
-    "qdot_dq": "nQ x nQ: row i = d (N U) / d Q_i",
-    "sanitize": "nQ equivalent coordinates (|r| <= pi for SPHERICAL, unit quaternions)",
-    "atbi": "ATBI hinge step: p = P (6x6 articulated inertia at the pnode, symmetric, row-major); "
-            "out = [D (nU x nU), Dinv (nU x nU), G (6 x nU), P+ (6x6)] with D = H P H*, G = P H* Dinv, "
-            "P+ = P - G H P; returns 0, or -1 when D is not positive definite",
-}
 
 
-def emit_hinge(h: Hinge, slug: str | None = None) -> list:
-    """Every C kernel of a hinge spec (see :data:`C_KERNELS`, plus ``sanitize`` and ``atbi``)."""
-    slug = slug or spec_slug(h)
-    out = []
-    for name in C_KERNELS:
-        M = getattr(h, name)
-        inputs = ("q", "u") if name in NEEDS_U else ("q",)
-        lines, flops, helpers = emit_statements(list(M), _slots(h))
-        shape = (M.shape[0],) if name == "bias" else tuple(M.shape)
-        out.append(CKernel(name, f"sg_{slug}_{name}", inputs, shape, lines, flops, helpers,
-                           doc=_DOCS[name]))
-    args = hinge_trig_args(h)
-    if args:
-        index = {a: k for k, a in enumerate(args)}
-        printer = SgCPrinter(_slots(h))
-        given = ", ".join(printer.doprint(a) for a in args)
-        for name in TRIG_KERNELS:
-            M = getattr(h, name)
-            lines, flops, helpers = emit_statements(list(M), _slots(h), trig_index=index)
-            inputs = ("q", "u", "p") if name in NEEDS_U else ("q", "p")
-            out.append(CKernel(f"{name}_sc", f"sg_{slug}_{name}_sc", inputs, tuple(M.shape), lines, flops, helpers,
-                               doc=f"{_DOCS[name]}; given p = (sin a, cos a) for each a in ({given})",
-                               p_stride=2 * len(args), internal=True))
-    for name, M in derivative_kernels(h).items():
-        lines, flops, helpers = emit_statements(M, _slots(h))
-        rows = h.nu if name.endswith("_du") else h.nq
-        out.append(CKernel(name, f"sg_{slug}_{name}", ("q", "u") if name in NEEDS_U_DQ else ("q",),
-                           (rows, len(M) // rows), lines, flops, helpers, doc=_DOCS[name], internal=True,
-                           guard=None if name == "qdot_dq" else "SG_NO_DERIVATIVE_KERNELS"))
-    if h.has_sanitize:
-        lines, flops, helpers = emit_statements(list(h.sanitize_expr), _slots(h))
-        out.append(CKernel("sanitize", f"sg_{slug}_sanitize", ("q",), (h.nq,), lines, flops,
-                           helpers, doc=_DOCS["sanitize"]))
-    out.append(_emit_atbi(h, slug))
-    return out
 
 
-#: the derivative kernels (what forward-mode derivatives of the dynamics read): kernel -> (kernel it
-#: differentiates, with respect to Q or U)
-DERIVATIVE_KERNELS = {"transform_dq": ("transform", "q"), "coord_map_dq": ("coord_map", "q"),
-                      "coord_map_dot_dq": ("coord_map_dot", "q"), "coord_map_dot_du": ("coord_map_dot", "u")}
 
 
-def derivative_kernels(h: Hinge) -> dict:
-    """Every derivative kernel of a hinge (:data:`DERIVATIVE_KERNELS`) as a flat list of expressions, row i the
-    derivative of every entry of the kernel with respect to Q_i (or U_i); those without a row are left out."""
-    out = {}
-    for name, (base, wrt) in DERIVATIVE_KERNELS.items():
-        syms = h.q if wrt == "q" else h.u
-        if len(syms) and getattr(h, base).shape[1]:
-            M = list(getattr(h, base))
-            out[name] = [sp.diff(e, s) for s in syms for e in M]
-    if h.nq and h.nu:
-        qdot = list(h.qdot_map * sp.Matrix(h.u))
-        out["qdot_dq"] = [sp.diff(e, s) for s in h.q for e in qdot]
-    return out
 
 
-def hinge_trig_args(h: Hinge) -> list:
-    """The arguments a of every sin(a) / cos(a) in the hinge's :data:`TRIG_KERNELS`, in a fixed order: a model
-    computes their sines and cosines together, up front (``sg_sincos_n``), and calls the ``_sc`` kernels.
-    Empty when there are none, or when one depends on more than Q."""
-    found = set()
-    for name in TRIG_KERNELS:
-        for e in getattr(h, name):
-            found |= {f.args[0] for f in sp.sympify(e).atoms(sp.sin, sp.cos)}
-    if any(not a.free_symbols <= set(h.q) for a in found):
-        return []
-    return sorted(found, key=sp.default_sort_key)
 
 
-def _emit_atbi(h: Hinge, slug: str) -> CKernel:
-    """D = H P H* and P H* from the symbolic (sparse) coord map; the small Cholesky, G and P+ in the
-    ``sg_atbi_finish`` helper."""
-    nu = h.nu
-    P = sp.zeros(6, 6)
-    p_syms = {}
-    for i in range(6):
-        for j in range(i, 6):
-            s = sp.Symbol(f"P_{i}{j}", real=True)
-            P[i, j] = P[j, i] = s
-            p_syms[s] = 6 * i + j
-    inputs = ("q", "p")
-    shape = (nu * nu * 2 + 6 * nu + 36,)
-    if nu == 0:
-        lines = ["int i;", "for (i = 0; i < 36; ++i) out[i] = p[i];  /* P+ = P */", "return 0;"]
-        return CKernel("atbi", f"sg_{slug}_atbi", inputs, shape, lines, 0, set(), True, _DOCS["atbi"])
-    H = h.coord_map
-    PH = P * H
-    D = H.T * PH
-    exprs = list(D) + list(PH)
-    body, flops, helpers = emit_statements(exprs, _slots(h, p_syms), out_name="w")
-    lines = [f"double w[{nu * nu + 6 * nu}];  /* D (nU x nU), then P H* (6 x nU) */"] + body
-    lines.append(f"return sg_atbi_finish({nu}, w, w + {nu * nu}, p, out);")
-    # Cholesky n^3/3, Dinv n^3, G 6 n^2, P+ 36 n (multiply-adds counted twice)
-    flops += nu ** 3 // 3 * 2 + 2 * nu ** 3 + 12 * nu * nu + 72 * nu
-    return CKernel("atbi", f"sg_{slug}_atbi", inputs, shape, lines, flops, helpers | {"atbi_finish"}, True,
-                   _DOCS["atbi"])
 
 
-def banner_info(h: Hinge) -> dict:
-    import sympy
-
-    from .. import __version__
-
-    return {"symgen_version": __version__, "sympy_version": sympy.__version__, "label": h.spec.label(),
-            "nq": h.nq, "nu": h.nu, "subhinges": " -> ".join(h.subhinge_types),
-            "q_meaning": ", ".join(f"q[{i}]" for i in range(h.nq)) or "none"}
 
 
-def void_unused(params, lines) -> str:
-    """``(void)x;`` for each parameter the lines never mention (C99 with -Wextra warns of unused ones)."""
-    text = "\n".join(lines)
-    return " ".join(f"(void){x};" for x in params if not re.search(rf"\b{x}\b", text))
 
 
-def c_identifier_ok(name: str) -> bool:
-    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None
+
 
 
 # --------------------------------------------------------------------------------------------------
@@ -355,34 +68,6 @@ def _pose12(pose) -> list:
     return list(np.asarray(pose.R, dtype=float).ravel()) + list(pose.xyz)
 
 
-class _HingeCalls:
-    """The hinge kernel calls of one model function.  The sines and cosines that a call's ``_sc`` kernel takes
-    are gathered here and computed up front, in one ``sg_sincos_n`` loop: :meth:`head` goes before the calls."""
-
-    def __init__(self, layout: dict, slugs: dict):
-        self._layout, self._slugs = layout, slugs
-        self._angles, self._offset = [], {}
-
-    def __call__(self, body: str, kernel: str, out: str) -> str:
-        """``out`` = the kernel of the named body's hinge."""
-        L, slug = self._layout[body], self._slugs[body]
-        q0, u0 = L["q"][0], L["u"][0]
-        args = L["structure"]["trig_args"] if kernel in TRIG_KERNELS else None
-        if not args:
-            return f"sg_{slug}_{kernel}(q + {q0}, u + {u0}, 0, {out});"
-        if body not in self._offset:
-            self._offset[body] = len(self._angles)
-            shift = lambda m: f"q[{q0 + int(m.group(1))}]"  # noqa: E731
-            self._angles += [(re.sub(r"\bq\[(\d+)\]", shift, a), body) for a in args]
-        return f"sg_{slug}_{kernel}_sc(q + {q0}, u + {u0}, sc + {2 * self._offset[body]}, {out});"
-
-    def head(self) -> list:
-        n = len(self._angles)
-        if not n:
-            return []
-        return ([f"double ang[{n}], sc[{2 * n}];  /* the hinges' angles; sc = (sin, cos) of each */"]
-                + [f"ang[{i}] = {a};  /* '{name}' */" for i, (a, name) in enumerate(self._angles)]
-                + [f"sg_sincos_n({n}, ang, sc);"])
 
 
 def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loops: list, hinges=None,
@@ -392,7 +77,6 @@ def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loo
     the last (``ta_lanes``, :func:`_lane_function`: its solves one lane at a time; ``hinges`` and ``kernels`` as
     that takes them), or None.  ``loops``: per loop, a dict with the LoopInfo fields but ``i``, ``A``, ``B`` (body
     names ``source_body`` and ``target_body`` instead)."""
-    from functools import partial
 
     from ..algorithms import loops as lp
 
@@ -406,7 +90,7 @@ def emit_loops(model, layout: dict, slugs: dict, index: dict, name: str, ML, loo
 
     def trace(fn, tapes=None):
         return _trace_function(lambda T, bodies, nu: fn(T, bodies, infos, nu, io, name, ML), bodies, ML.nu,
-                               _HingeCalls(layout, slugs), tapes)
+                               HingeCalls(layout, slugs), tapes)
     ta_tape = []
     lines = {"loop_errors_lines": trace(lp.loop_errors), "loop_stab_lines": trace(lp.loop_stab),
              "loop_jacobian_lines": trace(lp.loop_jacobian), "ta_lines": trace(lp.ta_forward_dynamics, ta_tape)}
@@ -465,7 +149,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
         """The onode or inverse pnode pose (R, l) of body k in the per-kind form's constants table."""
         return f"sg_{name}_body_const[{k}] + {ML.body_const[field]}"
     kin, qdot, qdot_dq, qdot_map, sanitize, poses = [], [], [], [], [], []
-    kin_calls, pose_calls = _HingeCalls(layout, slugs), _HingeCalls(layout, slugs)
+    kin_calls, pose_calls = HingeCalls(layout, slugs), HingeCalls(layout, slugs)
     hmap_cases = []
     for k, b in enumerate(model.bodies):
         L, s = layout[b.name], slugs[b.name]
@@ -708,7 +392,7 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=
                 T.store(f"out[{16 * f + i}]", x)
 
     def trace(fn, tapes=None):
-        return _trace_function(fn, bodies, nu, _HingeCalls(layout, slugs), tapes)
+        return _trace_function(fn, bodies, nu, HingeCalls(layout, slugs), tapes)
 
     def short(lines):
         return lines if len(lines) <= soa.POSES_STRAIGHT_LIMIT else None
@@ -851,7 +535,7 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     else:
         drivers = {**per_kind.emit(mats_upsilon), **looped_form.emit(per_kind_entries)}
     # the looped lane form of the entry points that take the per-kind form (their steps for SG_W states at once)
-    looped = looped_form.emit_lanes(per_kind_entries, hinges or {}, layout, _lane_kernel) \
+    looped = looped_form.emit_lanes(per_kind_entries, hinges or {}, layout, lane_kernel_lines) \
         if per_kind_entries and not flexible else {}
     for k, lines in looped.items():
         lanes[k] = _looped_lane_function(k, lines, L, rows=k == "mm" and looped_form.mm_rows())
@@ -1012,7 +696,7 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
         """(the body of sg_<m>_id_derivatives_tangent, its lane form) by the looped recursions, or (None, None)."""
         if not looped:
             return None, None
-        return pk.emit_rnea_derivatives(), pk.emit_rnea_derivative_lanes(nq, hinges, _lane_kernel)
+        return pk.emit_rnea_derivatives(), pk.emit_rnea_derivative_lanes(nq, hinges, lane_kernel_lines)
 
     if not straight:
         pk = PerKindDerivatives(bodies, L, name, layout, hinges)
@@ -1032,7 +716,7 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
                 + (pkd.functions + pkd.tables if pkd is not pk else []) + one,
                 "per_kind_widths": dl}
     for k in out:
-        f = emit_derivatives(k, bodies, L, layout, slugs, lambda: _HingeCalls(layout, slugs), kernel_arrays,
+        f = emit_derivatives(k, bodies, L, layout, slugs, lambda: HingeCalls(layout, slugs), kernel_arrays,
                              lambda T, bs: parametric_bodies(T, bs, L), lane_head)
         out[k] = f and {**f, "per_kind": False}
     if out["id"] and looped:
@@ -1046,7 +730,7 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
                          "per_kind": True, "solve": solve}
         return out
     tangent_form = out["id"] and emit_rnea_derivatives(     # a parametric build's: straight-line
-        name, bodies, L, layout, lambda: _HingeCalls(layout, slugs), kernel_arrays,
+        name, bodies, L, layout, lambda: HingeCalls(layout, slugs), kernel_arrays,
         lambda T, bs: parametric_bodies(T, bs, L), lane_head)
     if tangent_form:
         out["id"].update(tangent_lines=tangent_form["lines"], lanes=tangent_form["lanes"], straight_tangent=True)
@@ -1055,7 +739,7 @@ def _emit_derivatives(bodies, L, layout, slugs, straight: bool, hinges=None, nam
 
 def _qdot_lanes(model, layout, hinges, nq: int, nu: int) -> list | None:
     """The body of ``sg_<m>_qdot_lanes`` (templates/helpers/rollout.c.jinja): Qdot = N(Q) U for SG_W rows at
-    once, on lane vectors: each hinge's non-constant entries of N by :func:`_lane_kernel` (its qdot_map
+    once, on lane vectors: each hinge's non-constant entries of N by :func:`lane_kernel_lines` (its qdot_map
     kernel's statements) and the rows as :func:`_qdot_lines` sums them, in the same order (the same bits as
     ``sg_<m>_qdot`` per row); a flexible body's modes ``Qdot = U``.  None when a hinge's N has no lane form
     (a function call in it): the rollout then takes Qdot one row at a time."""
@@ -1067,7 +751,7 @@ def _qdot_lanes(model, layout, hinges, nq: int, nu: int) -> list | None:
             N_const = L["structure"].get("qdot_map")
             live = [i for i, c in enumerate(N_const) if c is None]
             if live:
-                kernel = _lane_kernel(hinges[b.name], "qdot_map", live, f"N{k}", q0, u0, 0)
+                kernel = lane_kernel_lines(hinges[b.name], "qdot_map", live, f"N{k}", q0, u0, 0)
                 if kernel is None:
                     return None
                 lines += [f"sg_vd N{k}[{hnq * hnu}];  /* '{b.hinge_name}' */"] + kernel
@@ -1109,45 +793,6 @@ def _qdot_sum(N_const, i: int, nu: int, u0: int, N: str, u: str) -> str:
     return " + ".join(terms)
 
 
-def kernel_structure(h: Hinge) -> dict:
-    """Which entries of a hinge's transform, coord map and coord map derivative are constants (row-major;
-    a float, or None where the entry depends on Q or U): what the model tracer folds."""
-    def consts(M):
-        return [float(e) if e.is_number else None for e in M]
-
-    def aliases(M):
-        """[j, +1 / -1] where entry i is entry j (j < i) or its negative, else None: for a PIN about y,
-        X[10] is X[0] (cos) and X[8] is -X[2] (sin), which the tracer needs to see one rotation angle."""
-        out, seen = [], {}
-        for i, e in enumerate(M):
-            hit = None
-            if not e.is_number:
-                if e in seen:
-                    hit = [seen[e], 1]
-                elif -e in seen:
-                    hit = [seen[-e], -1]
-                else:
-                    seen[e] = i
-            out.append(hit)
-        return out
-
-    printer = SgCPrinter(_slots(h))
-    derivs = {}
-    for k, exprs in derivative_kernels(h).items():
-        derivs[k] = consts(exprs)
-        if k in DERIVATIVE_KERNELS:       # [j, +1 / -1] where the derivative is entry j of the kernel (or minus it)
-            index = {}
-            for j, e in enumerate(getattr(h, DERIVATIVE_KERNELS[k][0])):
-                if not e.is_number:
-                    index.setdefault(e, j)
-            derivs[f"{k}_alias"] = [None if e.is_number else [index[e], 1] if e in index else
-                                    [index[-e], -1] if -e in index else None for e in exprs]
-    return {**derivs, "transform": consts(h.transform), "coord_map": consts(h.coord_map),
-            "qdot_map": consts(h.qdot_map),
-            "ortho_complement": consts(h.ortho_complement),
-            "trig_args": [printer.doprint(a) for a in hinge_trig_args(h)],
-            "coord_map_dot": consts(h.coord_map_dot), "transform_alias": aliases(h.transform),
-            "coord_map_alias": aliases(h.coord_map), "coord_map_dot_alias": aliases(h.coord_map_dot)}
 
 
 def parametric_bodies(T, bodies, L) -> list:
@@ -1190,7 +835,7 @@ def _traced_dynamics(bodies, L, layout, slugs, straight: bool = True, centroidal
     def trace(key, fn, over=bodies, with_io=io):
         run, kept = partial(fn, io=with_io), []
         lines = _trace_function(lambda T, bs, n_u: run(T, parametric_bodies(T, bs, L), n_u), over, L.nu,
-                                _HingeCalls(layout, slugs), kept)
+                                HingeCalls(layout, slugs), kept)
         tapes[key] = kept[0]
         return lines
 
@@ -1269,44 +914,43 @@ def segmented_function(T, n: int, bodies, nu, layout, slugs, fn: str, returns: b
     cut = T.segments(-(-n // soa.SEGMENT_LINES)) if n > soa.SEGMENT_LINES else None
     if cut is None:
         return None
-    calls, w, ptrs = _HingeCalls(layout, slugs), 0, {}
+    calls, w, ptrs = HingeCalls(layout, slugs), 0, {}
     items = [(b, arr, calls(b.name, kernel, arr), size) for b, arr, kernel, size, _ in kernel_arrays(T, bodies)]
     wrapper = []
     n_ang = len(calls._angles)
     if n_ang:
         ptrs.update(ang=0, sc=n_ang)
         w = 3 * n_ang
-        wrapper += [f"double *const ang = sg_w, *const sc = sg_w + {n_ang};  /* the hinges' angles; (sin, cos) of each */"]
-        wrapper += calls.head()[1:]
+        wrapper += [P.Comment("the hinges' angles; (sin, cos) of each"), P.View("ang", "sg_w", 0),
+                    P.View("sc", "sg_w", n_ang), P.Traced(calls.head()[1:])]   # (head's first line declares them)
     for b, arr, call, size in items:
         ptrs[arr] = w
-        wrapper += [f"double *const {arr} = sg_w + {w};  /* '{b.name}' */", call]
+        wrapper += [P.Comment(f"'{b.name}'"), P.View(arr, "sg_w", w), P.Traced([call])]
         w += size
     slots = cut["slots"]
-    wrapper = [f"double sg_w[{max(w, 1)}];  /* the hinge kernels' outputs, which every segment reads */",
-               f"double sg_c[{max(len(slots), 1)}];  /* the values a segment passes on to a later one */"] + wrapper
-    args = "q, u, p, out, sg_w, sg_c"
+    wrapper = [P.Locals(arrays=(("sg_w", w),), comment="the hinge kernels' outputs, which every segment reads"),
+               P.Locals(arrays=(("sg_c", len(slots)),), comment="the values a segment passes on to a later one")] + wrapper
+    args = ("q", "u", "p", "out", "sg_w", "sg_c")
+    params = (*(P.Param(x, const=True) for x in ("q", "u", "p")), P.Param("out"), P.Param("sg_w", const=True),
+              P.Param("sg_c"))
     before = []
     for j, seg in enumerate(cut["segments"]):
         name = f"{fn}_seg{j}"
-        body = [f"const double *const {a} = sg_w + {ptrs[a]};" for a in sorted(seg["arrays"]) if a in ptrs]
-        body += [f"const double {v} = sg_c[{slots[v]}];" for v in seg["carry_in"]]
+        body = [P.View(a, "sg_w", ptrs[a], const=True) for a in sorted(seg["arrays"]) if a in ptrs]
+        body += [P.Def(v, P.Elem("sg_c", slots[v])) for v in seg["carry_in"]]
         lines = seg["lines"]
-        tail = [f"sg_c[{slots[v]}] = {v};" for v in seg["carry_out"]]
-        if lines and lines[-1].startswith("return"):
-            body += lines[:-1] + tail + [lines[-1]]
+        tail = [P.Set(P.Elem("sg_c", slots[v]), P.Scalar(v)) for v in seg["carry_out"]]
+        if lines and lines[-1].startswith("return"):       # the traced function's own last statement
+            body += [P.Traced(lines[:-1]), *tail, P.Traced(lines[-1:])]
         else:
-            body += lines + tail + ["return 0;"]
-        casts = void_unused(("q", "u", "p", "out", "sg_w", "sg_c"), body)
-        before += [f"/* {fn}, segment {j + 1} of {len(cut['segments'])} (emit.segmented_function) */",
-                   f"static int {name}(const double *q, const double *u, const double *p, double *out, "
-                   "const double *sg_w, double *sg_c)", "{"]
-        before += ["    " + ln for ln in ([casts] if casts else []) + body] + ["}", ""]
-        wrapper.append(f"if ((s = {name}({args})) != 0) return s;" if returns else f"{name}({args});")
+            body += [P.Traced(lines), *tail, P.Return(0)]
+        before += c_function(P.Function(name, params, body, returns="int",
+                                        doc=f"{fn}, segment {j + 1} of {len(cut['segments'])} "
+                                            "(emit.segmented_function)")) + [""]
+        wrapper.append(P.Invoke(name, args, check=returns))
     if returns:
-        wrapper = ["int s;"] + wrapper + ["return 0;"]
-    casts = void_unused(("q", "u", "p", "out"), wrapper)
-    return ([casts] if casts else []) + wrapper, before
+        wrapper.append(P.Return(0))
+    return c_lines(P.Program(wrapper), unused=("q", "u", "p", "out")), before
 
 
 def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
@@ -1350,51 +994,6 @@ LANE_MAX_LINES = 10000
 _LANE_ARRAYS = {"q": "q_l", "u": "u_l", "p": "p_l", "out": "out_l"}
 
 
-def _lane_kernel(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: int, memo=None) -> list | None:
-    """A hinge kernel's live entries printed on lane vectors (``sg_vd``): the kernel's own statements
-    (:func:`emit_statements`, the same CSE and order as its scalar C, so the same operations per lane) with Q and
-    U read from ``q_l`` / ``u_l`` and the sines and cosines of its angles from ``s_l`` / ``c_l`` (from
-    ``trig0`` on), written into the lane array ``arr``.  None when a statement calls a function (a square root,
-    a Stumpff series, libm): that kernel is called one lane at a time.  A derivative kernel
-    (:data:`DERIVATIVE_KERNELS`) is differentiated once per hinge (``memo``, a dict)."""
-    if kernel in DERIVATIVE_KERNELS:
-        memo = {} if memo is None else memo
-        if ("derivatives", id(h)) not in memo:
-            memo[("derivatives", id(h))] = (h, derivative_kernels(h))
-        M = memo[("derivatives", id(h))][1][kernel]
-    else:
-        M = getattr(h, kernel)
-    args = hinge_trig_args(h) if kernel in TRIG_KERNELS else []
-    # the kernel's statements once per (hinge, kernel, entries) for every body that has it (memo): printed with
-    # placeholders (Q and U from 0, temporaries SGK_t<i>), then moved to this body's offsets and array by name
-    key = ("statements", id(h), kernel, tuple(live))
-    if memo is None or key not in memo:
-        slots = {s_: f"q_l[{i}]" for i, s_ in enumerate(h.q)}
-        slots.update({s_: f"u_l[{i}]" for i, s_ in enumerate(h.u)})
-        got = emit_statements([M[i] for i in live], slots, out_name="OUT", temp_prefix="SGK_t",
-                              trig_index={a: k for k, a in enumerate(args)} if args else None)
-        if memo is not None:
-            memo[key] = got
-    else:
-        got = memo[key]
-    raw, _, helpers = got
-    if helpers:
-        return None
-    moved = lambda m: f"{m.group(1)}_l[{(q0 if m.group(1) == 'q' else u0) + int(m.group(2))}]"  # noqa: E731
-    lines = [re.sub(r"\bSGK_t", f"{arr}_t", re.sub(r"\b([qu])_l\[(\d+)\]", moved, line)) for line in raw]
-
-    def trig(m):
-        k = int(m.group(1))
-        return f"{'c' if k % 2 else 's'}_l[{trig0 + k // 2}]"
-    out = []
-    for line in lines:
-        line = re.sub(r"\bp\[(\d+)\]", trig, line)
-        if re.search(r"\w\(", line):
-            return None
-        line = re.sub(r"^OUT\[(\d+)\]", lambda m: f"{arr}[{live[int(m.group(1))]}]", line)
-        line = re.sub(r"^(\w+\[\d+\]) = ([-+.\deE]+);$", r"\1 = (sg_vd){0.0} + \2;", line)  # a constant, in every lane
-        out.append(line.replace("const double ", "const sg_vd "))
-    return out
 
 
 def _looped_lane_function(kind: str, lines: list, L, rows: bool = False) -> dict:
@@ -1419,7 +1018,7 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     """One traced algorithm (its tape, None for a trace that stopped at a constant D that is not positive
     definite) printed as a lane function (templates/helpers/lanes.c.jinja), or None when it has no lane form.
     Returns the pieces the template prints: the inputs to transpose into lane-major arrays ``<a>_l[i][l]``
-    (array, count, row stride), the hinge kernels (on lane vectors where :func:`_lane_kernel` prints them from
+    (array, count, row stride), the hinge kernels (on lane vectors where :func:`lane_kernel_lines` prints them from
     ``hinges`` {body: Hinge}, else called per lane; ``kernels``: a dict that keeps them for the other lane
     functions of the model, which read the same kernels), the statements.  ``p_lanes``: the function
     also comes as ``..._lanes_pl``, which takes p already in lanes (``p_l``; the rollout keeps it so from step
@@ -1472,103 +1071,48 @@ def _lane_segments(T, n: int, head: list, fn: str, have: set, out_l: bool) -> tu
     cut = T.lane_segments(-(-n // soa.LANE_SEGMENT_LINES), "sg_vd", "SG_W", _LANE_ARRAYS)
     if cut is None:
         return None
-    decl = re.compile(r"sg_vd (\w+)\[(\d+)\];(  /\* .* \*/)?$")
+    decl = re.compile(r"sg_vd (\w+)\[(\d+)\];(  /\* .* \*/)?$")     # a kernel array of lane_kernel_head's
     new_head, ptrs, w = [], {}, 0
     for line in head:
         m = decl.match(line)
         if m and m.group(1) not in ("s_l", "c_l"):
             ptrs[m.group(1)] = w
-            new_head.append(f"sg_vd *const {m.group(1)} = sg_wl + {w};{m.group(3) or ''}")
+            new_head += [ln + (m.group(3) or "") for ln in c_lines(P.Program([P.View(m.group(1), "sg_wl", w)]),
+                                                                   lanes=True)]
             w += int(m.group(2))
         else:
             new_head.append(line)
     vec = [v for v in cut["slots"] if v not in cut["scalar"]]
     sca = [v for v in cut["slots"] if v in cut["scalar"]]
     vslot, sslot = {v: i for i, v in enumerate(vec)}, {v: i for i, v in enumerate(sca)}
-    new_head = [f"sg_vd sg_wl[{max(w, 1)}];  /* the hinge kernels' outputs, which every segment reads */",
-                f"sg_vd sg_cl[{max(len(vec), 1)}];  /* the vectors a segment passes on to a later one */",
-                f"double sg_cs[{max(len(sca), 1)}];  /* the doubles a segment passes on */"] + new_head
-    args = ", ".join([f"{a}_l" if a in have else "0" for a in ("q", "u", "p")] + ["out_l" if out_l else "0", "st",
-                                                                                 "sg_wl", "sg_cl", "sg_cs"])
-    params = ("q_l", "u_l", "p_l", "out_l", "st", "sg_wl", "sg_cl", "sg_cs")
+    new_head = c_lines(P.Program([
+        P.Locals(arrays=(("sg_wl", w),), comment="the hinge kernels' outputs, which every segment reads"),
+        P.Locals(arrays=(("sg_cl", len(vec)),), comment="the vectors a segment passes on to a later one"),
+        P.Locals(doubles=(("sg_cs", len(sca)),), comment="the doubles a segment passes on")]), lanes=True) + new_head
+    args = tuple([f"{a}_l" if a in have else None for a in ("q", "u", "p")] + ["out_l" if out_l else None, "st",
+                                                                              "sg_wl", "sg_cl", "sg_cs"])
+    params = (*(P.Param(f"{x}_l", const=True) for x in ("q", "u", "p")), P.Param("out_l"), P.Param("st", "int"),
+              P.Param("sg_wl", const=True), P.Param("sg_cl"), P.Param("sg_cs", "double"))
     before, calls = [], []
     for j, seg in enumerate(cut["segments"]):
         name = f"{fn}_seg{j}"
-        body = [f"const sg_vd *const {a} = sg_wl + {ptrs[a]};" for a in sorted(seg["arrays"]) if a in ptrs]
-        body += [f"const double {v} = sg_cs[{sslot[v]}];" if v in sslot else f"const sg_vd {v} = sg_cl[{vslot[v]}];"
+        body = [P.View(a, "sg_wl", ptrs[a], const=True) for a in sorted(seg["arrays"]) if a in ptrs]
+        body += [P.Def(v, P.Elem("sg_cs", sslot[v]), "double") if v in sslot else P.Def(v, P.Elem("sg_cl", vslot[v]))
                  for v in seg["carry_in"]]
-        body += seg["lines"]
-        body += [f"sg_cs[{sslot[v]}] = {v};" if v in sslot else f"sg_cl[{vslot[v]}] = {v};" for v in seg["carry_out"]]
-        text = "\n".join(body)
-        casts = void_unused(params, body)
-        before += [f"/* {fn}, segment {j + 1} of {len(cut['segments'])} (emit._lane_segments) */",
-                   f"SG_LANE_TARGET static void {name}(const sg_vd *q_l, const sg_vd *u_l, const sg_vd *p_l, "
-                   "sg_vd *out_l, int *st, const sg_vd *sg_wl, sg_vd *sg_cl, double *sg_cs)", "{"]
-        before += ["    " + ln for ln in (["int l;"] if re.search(r"\bl\b", text) else []) + ([casts] if casts else [])
-                   + body] + ["}", ""]
-        calls.append(f"{name}({args});")
+        body += [P.Traced(seg["lines"])]
+        body += [P.Set(P.Elem("sg_cs", sslot[v]) if v in sslot else P.Elem("sg_cl", vslot[v]), P.Scalar(v))
+                 for v in seg["carry_out"]]
+        before += c_function(P.Function(name, params, body, target="lanes", ints=("l",),
+                                        doc=f"{fn}, segment {j + 1} of {len(cut['segments'])} (emit._lane_segments)"),
+                             lanes=True) + [""]
+        calls += c_lines(P.Program([P.Invoke(name, args, check=False)]), lanes=True)
     return new_head, calls, before
 
 
-def lane_kernel_head(items, bodies, nu, layout, slugs, strides, size, hinges=None, kernels=None):
-    """The start of a lane function: the hinge kernels' outputs it reads (``items``: (body, array, kernel, size,
-    entries read)) as lane arrays ``sg_vd <array>[size]``, each kernel on lane vectors where :func:`_lane_kernel`
-    prints it from ``hinges`` {body: Hinge} (``kernels``: a dict that keeps them for the other lane functions
-    of the model, which read the same kernels), else per lane (the scalar kernel into ``k_out``, then its
-    entries).  ``strides``: the rows of q, u and p; ``size``: {array: entries read} of the function's inputs,
-    grown here to the whole of Q and U where a lane kernel reads them.  Returns ``(head lines, per-lane calls,
-    whether one takes sines and cosines, the angles)``."""
-    calls, kernels = _HingeCalls(layout, slugs), {} if kernels is None else kernels
-    per_lane, decls, vector = [], [], []
-    for b, arr, kernel, n, live in items:
-        decls.append(f"sg_vd {arr}[{n}];  /* '{b.name}' */")
-        call = calls(b.name, kernel, "k_out")            # registers the hinge's angles (sg_sincos_split_lanes)
-        Lb = layout[b.name]
-        key = (b.name, kernel, tuple(live), calls._offset.get(b.name, 0))
-        if key not in kernels:
-            kernels[key] = None if hinges is None else _lane_kernel(hinges[b.name], kernel, live, arr, Lb["q"][0],
-                                                                    Lb["u"][0], key[3], kernels)
-        lane = kernels[key]
-        if lane is not None:
-            vector += [f"/* '{b.name}': {kernel}, on lane vectors */"] + lane
-            for a, n_a in (("q", strides["q"]), ("u", nu)):   # the lane arrays of Q and U, whole, if read
-                if any(f"{a}_l[" in line for line in lane):
-                    size[a] = n_a
-        else:
-            per_lane.append(call + "  " + " ".join(f"{arr}[{i}][l] = k_out[{i}];" for i in live))
-    angles = calls._angles
-    head = []
-    if angles:
-        n = len(angles)
-        head += [f"double ang[{n} * SG_W];  /* each hinge angle's lanes, one after the other */",
-                 f"sg_vd s_l[{n}], c_l[{n}];  /* sin and cos of each angle, in lanes */",
-                 "for (l = 0; l < SG_W; ++l) {",
-                 f"    const double *q_r = q + (long)l * {strides['q']};  /* state l's row */",
-                 *[f"    ang[{i} * SG_W + l] = {_row_q(a)};  /* '{name}' */" for i, (a, name) in enumerate(angles)],
-                 "}",
-                 f"sg_sincos_split_lanes({n} * SG_W, ang, (double *)s_l, (double *)c_l);"]
-    head += decls + vector
-    sc_calls = any("sc +" in c for c in per_lane)        # a per-lane call takes its sines and cosines
-    if per_lane:
-        k_size = max([16] + [n for _, _, _, n, _ in items])
-        head += [
-            "for (l = 0; l < SG_W; ++l) {  /* the other hinge kernels, one lane at a time, into the lane arrays */",
-            f"    const double *q_r = q + (long)l * {strides['q']}, *u_r = u + (long)l * {nu};",
-            *([f"    double sc_r[{2 * len(angles)}];", f"    for (i = 0; i < {len(angles)}; ++i) "
-               "{ sc_r[2 * i] = s_l[i][l]; sc_r[2 * i + 1] = c_l[i][l]; }"] if sc_calls else []),
-            f"    double k_out[{k_size}];",
-            *["    " + re.sub(r"\(q \+ (\d+), u \+ (\d+), (sc \+|0)", _lane_args, c) for c in per_lane],
-            "}"]
-    return head, per_lane, sc_calls, angles
 
 
-def _row_q(text: str) -> str:
-    return re.sub(r"\bq\[", "q_r[", text)
 
 
-def _lane_args(m) -> str:
-    """A hinge kernel call's arguments for lane l: state l's rows of q and u, its sines and cosines."""
-    return f"(q_r + {m.group(1)}, u_r + {m.group(2)}, " + ("sc_r +" if m.group(3) == "sc +" else "0")
 
 
 def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, hinges=None, kernels=None,

@@ -777,7 +777,7 @@ class PerKindForm:
     # ---- the looped lane form: the same steps for SG_W states at once --------------------------------
     def _lane_kernels(self, T: Tape, kind: _Kind, b: soa.BodyInfo, hinges: dict, memo: dict) -> list:
         """The start of a lane step: the hinge kernels' outputs it reads, ``sg_vd X[16]`` etc., on lane vectors where
-        ``self._lane_kernel`` (:func:`symgen.codegen.emit._lane_kernel`) prints the kernel (its sines and cosines by
+        ``self._lane_kernel`` (:func:`symgen.codegen.kernels.lane_kernel_lines`) prints the kernel (its sines and cosines by
         ``sg_sincos_split_lanes``), else one lane at a time (the scalar kernel the one-state step calls)."""
         _lane_kernel = self._lane_kernel
         read = {}
@@ -872,7 +872,7 @@ class PerKindForm:
         ``sg_<m>_lane_ws`` (:func:`lane_workspace`).  Bit for bit the one-state per-kind functions' operations
         (the hinge kernels on lane vectors compute their sines and cosines as the one-state kernels do).
         ``lane_kernel(hinge, kernel, live, array, q0, u0, trig0, memo)``: a hinge kernel's lines on lane vectors, or
-        None (:func:`symgen.codegen.emit._lane_kernel`)."""
+        None (:func:`symgen.codegen.kernels.lane_kernel_lines`)."""
         self.body_layout, self._lane_kernel = body_layout, lane_kernel
         self._record, self._ws_table = lane_workspace, "lane_ws"
         saved, self._made = self._made, set()
@@ -1185,7 +1185,7 @@ class PerKindDerivatives(PerKindForm):
         have a lane form: FD's batch (its lane form) for the SG_W states, ``sg_<m>_id_derivatives_lanes`` at FD's Udot,
         then :meth:`fd_solve_program`'s solve state by state (tiago_dual: the ID derivatives, 50 µs a state alone,
         cost 20 on lanes).  Returns as the one-state function would for each state, lane l's status l (nb + 1) + s."""
-        nm, L, nu, nb = self.name, self.L, self.L.nu, len(self.bodies)
+        L, nu = self.L, self.L.nu
         ps, tau, size = L.params.size, L.params["tau"], nu * (nq + 2 * nu)
         lane, width = P.Var("l"), P.Var("SG_W")
         solve_lanes, before_solve = self._fd_solve_lanes_function(nq)
@@ -1541,7 +1541,7 @@ class PerKindDerivatives(PerKindForm):
         three blocks at a time, in order (strided column stores cost twice as much on tiago_dual): at a direction
         of a body below the row's, the ancestors' rule ``H^T dF``; above it, the subtree's ``hI . e + hB . c``;
         M's ``hI . H``.  Its step functions and tables join :attr:`functions` and :attr:`tables`."""
-        nm, nb = self.name, len(self.bodies)
+        nm = self.name
         saved = self._record, self._ws_table
         self._record, self._ws_table = idd_workspace, "idd_ws"
         offsets = self._offsets(idd_workspace)
@@ -1842,7 +1842,7 @@ class PerKindDerivatives(PerKindForm):
         order of their bodies, and its subtrees' bodies that none of its directions seeds run the carried steps
         (:meth:`_dual`, :meth:`_kinematics_carried`: no hinge tangents, no hinge kernel).  Each lane's numbers are the one-direction driver's (up to
         the sign of a zero: a lane adds the zero tangents of the block's other subtrees)."""
-        nm, L, nb, nu = self.name, self.L, len(self.bodies), self.L.nu
+        nm, L, nu = self.name, self.L, self.L.nu
         saved = self._made, self.functions, self.tables
         self._record, self._ws_table = rnea_workspace, "dl_ws"
         offsets = self._offsets(rnea_workspace)

@@ -291,7 +291,7 @@ def _stmt(s, ctx) -> list:
     if isinstance(s, P.Set):
         return [f"{expr(s.target, zero)} {s.op} {expr(s.value, zero)};"]
     if isinstance(s, P.Def):
-        return [f"const {elem} {s.name} = {expr(s.value, zero)};"]
+        return [f"const {_ctype(s.elem, ctx)} {s.name} = {expr(s.value, zero)};"]
     if isinstance(s, P.Bind):
         return [f"{elem} *restrict {s.name} = {_at(s.array, s.offset)};"]
     if isinstance(s, P.SetInt):

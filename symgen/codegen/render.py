@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import emit
+from . import emit, kernels as kernel_c
 from ..ir import program as P
 from .printer import c_lines
 from .. import progress
@@ -34,7 +34,7 @@ def environment(path: Path | None = None) -> jinja2.Environment:
                               bytecode_cache=jinja2.FileSystemBytecodeCache(str(jdir)))
 
 
-def batch_program(k: emit.CKernel, nq: int, nu: int) -> P.Program:
+def batch_program(k: kernel_c.CKernel, nq: int, nu: int) -> P.Program:
     """The body of a hinge kernel's batch, ``<kernel>_batch(n, q, u, p, out)``: the one-state kernel for states
     0..n-1, each of q, u, p it reads and out advanced by its stride (p by ``k.p_stride``; one it does not read
     passed on as given); a kernel with a status returns the first failing state i as i + 1, else 0."""
@@ -75,10 +75,10 @@ def hinge_spec_object(h, kernels: list, slug: str) -> dict:
     for k in kernels:
         shape = "x".join(str(d) for d in k.out_shape)
         ks.append({"name": k.name, "c_name": k.c_name, "ret": "int" if k.returns_status else "void",
-                   "doc": k.doc, "lines": k.lines, "casts": emit.void_unused(("q", "u", "p"), k.lines), "flops": k.flops, "shape_text": shape,
+                   "doc": k.doc, "lines": k.lines, "casts": kernel_c.void_unused(("q", "u", "p"), k.lines), "flops": k.flops, "shape_text": shape,
                    "batch_lines": c_lines(batch_program(k, h.nq, h.nu)), "guard": k.guard})
     return {
-        "banner": {"title": f"symgen hinge kernels: {slug}", **emit.banner_info(h)},
+        "banner": {"title": f"symgen hinge kernels: {slug}", **kernel_c.banner_info(h)},
         "guard": f"SG_{slug.upper()}_H",
         "header_name": f"{slug}.h",
         "kernels": ks,
@@ -93,8 +93,8 @@ def hinge_spec_object(h, kernels: list, slug: str) -> dict:
 
 def render_hinge(h, slug: str | None = None, kernels: list | None = None, template_path: Path | None = None):
     """(header text, source text, kernels) of one hinge spec."""
-    slug = slug or emit.spec_slug(h)
-    kernels = kernels if kernels is not None else emit.emit_hinge(h, slug)
+    slug = slug or kernel_c.spec_slug(h)
+    kernels = kernels if kernels is not None else kernel_c.emit_hinge(h, slug)
     for k in kernels:
         for line in k.lines:
             for part in line.split("sg_stumpff(")[1:]:

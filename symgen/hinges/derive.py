@@ -41,7 +41,7 @@ KERNELS = ("transform", "coord_map", "oframe_coord_map", "qdot_map", "coord_map_
            "ortho_complement")
 #: kernels whose value depends on U as well as Q
 NEEDS_U = frozenset({"coord_map_dot", "bias"})
-#: the derivative kernels (symgen.codegen.emit.DERIVATIVE_KERNELS, qdot_dq) that read U
+#: the derivative kernels (symgen.codegen.kernels.DERIVATIVE_KERNELS, qdot_dq) that read U
 NEEDS_U_DQ = frozenset({"coord_map_dot_dq", "qdot_dq"})
 
 

@@ -326,9 +326,11 @@ class Set:
 
 @dataclass
 class Def:
-    """A named double of the enclosing block, ``name = value`` (read as :class:`Scalar`)."""
+    """A named double of the enclosing block, ``name = value`` (read as :class:`Scalar`); ``elem``: "element"
+    (the printing's element type) or "double" (a double in every printing)."""
     name: str
     value: object
+    elem: str = "element"
 
 
 @dataclass

@@ -1,12 +1,12 @@
 """The sources stage of the build pipeline (model -> sources -> compile -> package): hinge specs and models
 to C sources.
 
-Derivation (symgen.hinges.derive), emission (symgen.codegen.emit, symgen.algorithms.soa) and rendering (symgen.codegen.render) meet here and
+Derivation (symgen.hinges.derive), emission (symgen.codegen.kernels, symgen.codegen.emit, symgen.algorithms.soa) and rendering (symgen.codegen.render) meet here and
 leave as ``(files, manifest)``: ``{file name: C text}`` plus the JSON-able description the runtime loads a
 module with.  Each kind of source has its own disk cache, keyed by what produced it:
 
 * a hinge spec's kernels (:func:`hinge_sources`): ``<cache>/emit/<key>.json``, key = the derivation key plus
-  a hash of emit.py, render.py and the templates;
+  a hash of kernels.py, emit.py, render.py, printer.py and the templates;
 * a model's translation unit and manifest (:func:`cached_model_sources`): ``<cache>/model-sources/<key>.json``,
   key = the model's content, its hinges' bound specs, every symgen source and template, the sympy version and
   symgen.algorithms.soa's form limits.
@@ -36,13 +36,15 @@ from ..paths import cache_dir, package_dir
 # --------------------------------------------------------------------------------------------------
 
 def _render_fingerprint(template_path=None) -> str:
-    """Hash of what turns equations into C: emit.py, render.py and the templates."""
+    """Hash of what turns equations into C: kernels.py (the hinge kernels' printer), emit.py, render.py, printer.py
+    and the templates."""
     from ..paths import templates_dir
 
     here = package_dir() / "codegen"
     tdir = Path(template_path) if template_path else templates_dir()
     h = hashlib.sha256()
-    for f in [here / "emit.py", here / "render.py", *sorted(f for f in tdir.rglob("*") if f.is_file())]:
+    for f in [*(here / m for m in ("kernels.py", "emit.py", "render.py", "printer.py")),
+              *sorted(f for f in tdir.rglob("*") if f.is_file())]:
         h.update(f.name.encode() + f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -55,15 +57,15 @@ def hinge_sources(h, slug: str | None = None, template_path=None):
     path = _hinge_sources_path(h, slug, template_path)
 
     def make():
-        from ..codegen import emit, render
+        from ..codegen import kernels as kernel_c, render
 
-        s = slug or emit.spec_slug(h)
+        s = slug or kernel_c.spec_slug(h)
         header, source, kernels = render.render_hinge(h, s, template_path=template_path)
         manifest = {"slug": s, "label": h.spec.label(), "nq": h.nq, "nu": h.nu,
                     "kernels": {k.name: {"c_name": k.c_name, "inputs": list(k.inputs), "out_shape": list(k.out_shape),
                                          "flops": k.flops, "status": k.returns_status} for k in kernels
                                 if not k.internal},
-                    "structure": emit.kernel_structure(h)}
+                    "structure": kernel_c.kernel_structure(h)}
         return {f"{s}.c": source, f"{s}.h": header}, manifest
 
     return _json_cached(path, make, "emit", h.spec.label())
