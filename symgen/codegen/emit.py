@@ -244,10 +244,11 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "nb": nb, "nq": nq, "nu": nu, "block": B, "pose_size": ML.poses.size, "pinv_offset": ML.body_const["pinv"], **dyn,
             "size_defines": ML.c_defines(f"sg_{name}"),
             "batches": model_batches(ML, nq, nu, nb, nb * B, frames["n_frames"], dyn["lanes"], bool(loops)),
-            "theta_table": ([f"static const double sg_{name}_theta0[{len(theta0)}] = {_c_array(theta0)};  "
-                             "/* the parameters' values in the model file */"] if theta0 else []),
-            "theta_init": ([f"for (i = 0; i < {len(theta0)}; ++i) p[{ML.params['theta']} + i] = sg_{name}_theta0[i];"]
-                           if theta0 else []),
+            "theta_table": c_lines(P.Program([P.Comment("the parameters' values in the model file")])) +
+            c_lines(P.Program([P.Locals(dtables=((f"sg_{name}_theta0", theta0),))])) if theta0 else [],
+            "theta_init": c_lines(P.Program([P.Loop("i", 0, len(theta0), [P.Set(
+                P.Elem("p", P.add(ML.params["theta"], P.Var("i"))), P.Elem(f"sg_{name}_theta0", P.Var("i")))])]),
+                declared=("i",)) if theta0 else [],
             # the rollout in the part of the FD lane form its blocks call (a static function of part 0 when short)
             "rollout_part": (dyn["lanes"]["ta" if loops else "fd"] or {}).get("part", 0),
             "rollout": {**_rollout_spec(ML, bool(loops), nq, nu, dyn["lanes"]["ta" if loops else "fd"]),
@@ -412,8 +413,7 @@ def _traced_frame_kinematics(model, layout, slugs, index, nu, pose_size, hinges=
                 T.end_if()
 
         jl = trace(jstep, step_tapes)
-        if not any(ln.startswith("if (out)") for ln in jl):      # a LOCKED hinge: no columns
-            jl.insert(0, "(void)out;")
+        jl = c_lines(P.Program([P.Traced(jl)]), unused=("out",))   # a LOCKED hinge writes no columns
         total += len(jl)
         steps.append({"k": b.k, "name": b.name, "jlines": jl})
     # the same steps for SG_W states (the frame_pose, frame_jacobian and frame_velocity batches' full blocks), on
@@ -547,11 +547,11 @@ def _emit_model_dynamics(model, layout, slugs, index, name, L, form="auto", deri
     if looped:
         lanes["looped"] = {"part": LOOPED_LANES_PART, "functions": looped_form.lane_functions}
         lanes["sincos"] = lanes["sincos"] or any("sg_sincos_split_lanes(" in x for x in looped_form.lane_functions)
-    fd = traced["fd"] or [f"return sg_{name}_fd_per_kind(q, u, p, out, 0);"]
+    fd = traced["fd"] or c_lines(P.Program([P.Return(P.Call(f"sg_{name}_fd_per_kind", ("q", "u", "p", "out", None)))]))
     mats = drivers.get("mats")
     if flexible:               # the per-kind steps know no modes: these two refuse (status -1) rather than mislead
-        refuse = ["(void)q; (void)u; (void)p; (void)out;",
-                  "return -1;  /* not available for a model with flexible bodies (the per-kind form has no modes) */"]
+        refuse = c_lines(P.Program([P.Comment("not available for a model with flexible bodies (the per-kind form "
+                                              "has no modes)"), P.Return(-1)]), unused=("q", "u", "p", "out"))
         mats, drivers["upsilon"] = refuse, list(refuse)
     id_, mm = traced["id"] or drivers["id"], traced["mm"] or drivers["mm"]
     # long functions are compiled as translation units of their own, in parallel (templates/model.c.jinja)
@@ -754,7 +754,8 @@ def _qdot_lanes(model, layout, hinges, nq: int, nu: int) -> list | None:
                 kernel = lane_kernel_lines(hinges[b.name], "qdot_map", live, f"N{k}", q0, u0, 0)
                 if kernel is None:
                     return None
-                lines += [f"sg_vd N{k}[{hnq * hnu}];  /* '{b.hinge_name}' */"] + kernel
+                lines += c_lines(P.Program([P.Locals(arrays=((f"N{k}", hnq * hnu),), comment=f"'{b.hinge_name}'")]),
+                                 lanes=True) + kernel
             lines += [f"o_l[{q0 + i}] = {_qdot_sum(N_const, i, hnu, u0, f'N{k}', 'u_l') or '(sg_vd){0}'};"
                       for i in range(hnq)]
         if "modes" in L:
@@ -967,18 +968,16 @@ def _trace_function(fn, bodies, nu, calls, tapes: list | None = None) -> list:
         b = bodies[e.k]
         if tapes is not None:
             tapes.append(None)
-        return ["(void)q; (void)u; (void)p; (void)out;",
-                f"return {b.status};  /* D of '{b.name}' is constant and not positive definite */"]
+        return c_lines(P.Program([P.Comment(f"D of '{b.name}' is constant and not positive definite"),
+                                  P.Return(int(b.status))]), unused=("q", "u", "p", "out"))
     if tapes is not None:
         tapes.append(T)
     body = T.lines()
     head = []
     for b, arr, kernel, size, _ in kernel_arrays(T, bodies):
-        head.append(f"double {arr}[{size}];  /* '{b.name}' */")
-        head.append(calls(b.name, kernel, arr))
-    lines = calls.head() + head + body
-    casts = void_unused(("q", "u", "p", "out"), lines)
-    return ([casts] if casts else []) + lines
+        head += [P.Locals(arrays=((arr, size),), comment=f"'{b.name}'"), P.Traced([calls(b.name, kernel, arr)])]
+    # the calls first (they fill calls.head()); Locals are declared ahead of every statement
+    return c_lines(P.Program([P.Traced(calls.head()), *head, P.Traced(body)]), unused=("q", "u", "p", "out"))
 
 
 # --------------------------------------------------------------------------------------------------

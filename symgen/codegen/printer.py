@@ -334,7 +334,7 @@ def _stmt(s, ctx) -> list:
     if isinstance(s, P.Swap):
         return [f"{{ {elem} *t_ = {s.a}; {s.a} = {s.b}; {s.b} = t_; }}"]
     if isinstance(s, P.Return):
-        return [] if lanes and not returns else [f"return {int(s.value)};"]
+        return [] if lanes and not returns else [f"return {index(s.value)};"]
     raise TypeError(f"{s!r} is not a statement of a looped program")
 
 

@@ -403,8 +403,8 @@ class Comment:
 
 @dataclass
 class Return:
-    """The program's result (an int: 0, success)."""
-    value: int = 0
+    """The program's result (an int, 0 for success, or an index expression: a status another function returns)."""
+    value: object = 0
 
 
 @dataclass
