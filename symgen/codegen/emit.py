@@ -147,23 +147,26 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
 
     def const(k, field):
         """The onode or inverse pnode pose (R, l) of body k in the per-kind form's constants table."""
-        return f"sg_{name}_body_const[{k}] + {ML.body_const[field]}"
+        return P.At(f"sg_{name}_body_const", ML.body_const[field], row=k)
     kin, qdot, qdot_dq, qdot_map, sanitize, poses = [], [], [], [], [], []
     kin_calls, pose_calls = HingeCalls(layout, slugs), HingeCalls(layout, slugs)
     hmap_cases = []
     for k, b in enumerate(model.bodies):
         L, s = layout[b.name], slugs[b.name]
         q0, u0, hnu, hnq = L["q"][0], L["u"][0], L["nu"], L["nq"]
-        parent = "0" if b.parent == "newtonian" else f"out + {index[b.parent]} * {B}"
-        kin += [f"/* body {k} '{b.name}' <- '{b.parent}' by hinge '{b.hinge_name}' ({b.hinge_type}): "
-                f"Q[{q0}:{q0 + hnq}], U[{u0}:{u0 + hnu}] */",
-                kin_calls(b.name, "transform", "X"), kin_calls(b.name, "coord_map", "H"),
-                kin_calls(b.name, "coord_map_dot", "Hd"),
-                f"sg_link_body({nu}, {hnu}, {u0}, X, H, Hd, {const(k, 'on')}, {const(k, 'pinv')}, {parent}, u, out + {k} * {B});"]
-        hmap_cases.append(f"case {k}: sg_{s}_coord_map(q + {q0}, u, 0, H); break;  /* '{b.name}' */")
-        pparent = "0" if b.parent == "newtonian" else f"out + {index[b.parent] * ML.poses.size}"
-        poses += [pose_calls(b.name, "transform", "X") + f"  /* body {k} '{b.name}' */",
-                  f"sg_link_pose(X, {const(k, 'on')}, {const(k, 'pinv')}, {pparent}, out + {k * ML.poses.size});"]
+        parent = None if b.parent == "newtonian" else P.At("out", index[b.parent] * B)
+        kin += [P.Comment(f"body {k} '{b.name}' <- '{b.parent}' by hinge '{b.hinge_name}' ({b.hinge_type}): "
+                          f"Q[{q0}:{q0 + hnq}], U[{u0}:{u0 + hnu}]"),
+                P.Traced([kin_calls(b.name, "transform", "X"), kin_calls(b.name, "coord_map", "H"),
+                          kin_calls(b.name, "coord_map_dot", "Hd")]),
+                P.Invoke("sg_link_body", (nu, hnu, u0, "X", "H", "Hd", const(k, "on"), const(k, "pinv"), parent, "u",
+                                          P.At("out", k * B)), check=False)]
+        hmap_cases.append((k, [P.Comment(f"'{b.name}'"),
+                               P.Invoke(f"sg_{s}_coord_map", (P.At("q", q0), "u", None, "H"), check=False)]))
+        pparent = None if b.parent == "newtonian" else P.At("out", index[b.parent] * ML.poses.size)
+        poses += [P.Comment(f"body {k} '{b.name}'"), P.Traced([pose_calls(b.name, "transform", "X")]),
+                  P.Invoke("sg_link_pose", ("X", const(k, "on"), const(k, "pinv"), pparent,
+                                            P.At("out", k * ML.poses.size)), check=False)]
         if hnq:
             qdot += _qdot_lines(L["structure"].get("qdot_map"), s, b.hinge_name, q0, u0, hnq, hnu)
             i, j = P.Var("i"), P.Var("j")
@@ -182,8 +185,8 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
                          if L["has_sanitize"] else P.Copy("out", q0, "q", q0, hnq)]
         if "modes" in L:                           # a flexible body's modal coordinates: Qdot = U, nothing to sanitize
             (mq0, mq1), mu0 = L["modes"]["q"], L["modes"]["u"][0]
-            qdot += [f"out[{mq0 + i}] = u[{mu0 + i}];" + ("" if i else f"  /* '{b.name}' modes */")
-                     for i in range(mq1 - mq0)]
+            qdot += [P.Comment(f"'{b.name}' modes"),
+                     *(P.Set(P.Elem("out", mq0 + i), P.Elem("u", mu0 + i)) for i in range(mq1 - mq0))]
             i = P.Var("i")
             qdot_map += [P.Comment(f"'{b.name}' modes"),
                          P.Loop("i", 0, mq1 - mq0, [P.Set(P.Elem("out", (i + mq0) * nu + mu0 + i), P.Num(1.0))])]
@@ -209,9 +212,10 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
     if fk["frame_poses"] is not None:
         poses, pose_calls = [], None                # poses_from_frames (templates/model.c.jinja)
     elif fk["poses"] is not None:
-        poses, pose_calls = fk["poses"], None
-    qdot_lines = ([f"double N[{max_nq * max_nu}];"] if any("N[" in ln for ln in qdot) else []) + qdot + \
-        ["(void)sg_matvec;"]
+        poses, pose_calls = [P.Traced(fk["poses"])], None
+    qdot_lines = c_lines(P.Program(
+        ([P.Locals(arrays=(("N", max_nq * max_nu),))] if any(isinstance(x, P.Invoke) for x in qdot) else []) + qdot),
+        unused=("q", "u", "p", "out", "sg_matvec"))
     # N(Q) (nQ x nU) and dQdot/dQ (nQ x nQ), row-major, from the hinges' kernels; equivalent Q (sanitize)
     qdot_map_lines = c_lines(P.Program(
         ([P.Locals(arrays=(("N", max_nq * max_nu),))] if any(isinstance(x, P.Invoke) for x in qdot_map) else [])
@@ -220,13 +224,16 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
         ([P.Locals(arrays=(("N", max_nq * max_nq),))] if qdot_dq else [])
         + [P.Zero("out", 0, nq * nq, "out = d Qdot / d Q, Qdot = N(Q) U")] + qdot_dq))
     sanitize_lines = c_lines(P.Program(sanitize))
-    poses_lines = (["(void)sg_link_pose;  /* the helper form, for large models */"] + poses if pose_calls is None
-                   else ["double X[16];"] + pose_calls.head() + poses)
-    kinematics_lines = [f"double X[16], H[{6 * max_nu}] = {{0.0}}, Hd[{6 * max_nu}] = {{0.0}};  /* a LOCKED hinge writes none */"] + kin_calls.head() + kin
+    # sg_link_pose: the helper form, for large models (cast to void where the traced poses serve)
+    poses_lines = c_lines(P.Program(poses if pose_calls is None else [
+        P.Locals(arrays=(("X", 16),)), P.Traced(pose_calls.head()), *poses]), unused=("u", "p", "sg_link_pose"))
+    kinematics_lines = c_lines(P.Program([
+        P.Locals(arrays=(("X", 16), ("H", 6 * max_nu), ("Hd", 6 * max_nu))),
+        P.Zero("H", 0, 6 * max_nu, "a LOCKED hinge writes none"), P.Zero("Hd", 0, 6 * max_nu),
+        P.Traced(kin_calls.head()), *kin]), unused=("q", "u", "p", "out"))
 
     def cast(lines):
-        casts = void_unused(("q", "u", "p", "out"), lines)
-        return ([casts] if casts else []) + lines
+        return c_lines(P.Program([P.Traced(lines)]), unused=("q", "u", "p", "out"))
     frames = _frame_tables(model, index)
     # the one-state frame kinematics: a part of their own when long, compiled beside part 0 (at the module's level:
     # at -O2 Talos's frame Jacobian took 22 % longer), else part 0's; the hinge kernels' exports (the per-hinge API,
@@ -262,7 +269,7 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
                               int(bool(layout[b.name]["has_sanitize"]))] for b in model.bodies],
             "max_hinge_nu": max_nu, "sanitize_lines": cast(sanitize_lines),
             "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
-            "hmap_cases": hmap_cases, "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
+            "hmap_switch": c_lines(P.Program([P.Switch(P.Var("j"), tuple(hmap_cases))]), declared=("j",)), "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
             "frame_poses_lines": fk["frame_poses"], "poses_from_frames": fk["frame_poses"] is not None, **frames, **_node_cases(model, index, layout),
             **closed}
 
@@ -320,12 +327,20 @@ def _node_cases(model, index, layout) -> dict:
     for f, nd in enumerate(_node_rows(model), start=first):
         modes = layout[model.bodies[nd["body"]].name]["modes"]
         (q0, _), (u0, _) = modes["q"], modes["u"]
-        terms = [[f"{c!r} * q[{q0 + j}]" for j, c in enumerate(row) if c != 0.0] for row in nd["Phi"]]
-        offset.append(f"case {f}:  /* '{nd['name']}' */")
-        offset += [f"    x[{9 + r}] += {' + '.join(t)};" for r, t in enumerate(terms) if t] + ["    break;"]
-        columns.append(f"case {f}:  /* '{nd['name']}' */")
-        columns += [f"    out[{(3 + r) * nu + u0 + j}] = {c!r};" for r, row in enumerate(nd["Phi"])
-                    for j, c in enumerate(row) if c != 0.0] + ["    break;"]
+        moves = []
+        for r, row in enumerate(nd["Phi"]):
+            terms = [P.Bin("*", P.Num(c), P.Elem("q", q0 + j)) for j, c in enumerate(row) if c != 0.0]
+            if terms:
+                total = terms[0]
+                for t in terms[1:]:
+                    total = P.Bin("+", total, t)
+                moves.append(P.Set(P.Elem("x", 9 + r), total, "+="))
+        offset.append((f, [P.Comment(f"'{nd['name']}'"), *moves]))
+        columns.append((f, [P.Comment(f"'{nd['name']}'"), *(
+            P.Set(P.Elem("out", (3 + r) * nu + u0 + j), P.Num(c)) for r, row in enumerate(nd["Phi"])
+            for j, c in enumerate(row) if c != 0.0)]))
+    switch = lambda cases: c_lines(P.Program([P.Switch(P.Var("f"), tuple(cases))]), declared=("f",)) if cases else []  # noqa: E731
+    offset, columns = switch(offset), switch(columns)
     return {"node_offset_cases": offset, "node_column_cases": columns}
 
 
@@ -756,42 +771,44 @@ def _qdot_lanes(model, layout, hinges, nq: int, nu: int) -> list | None:
                     return None
                 lines += c_lines(P.Program([P.Locals(arrays=((f"N{k}", hnq * hnu),), comment=f"'{b.hinge_name}'")]),
                                  lanes=True) + kernel
-            lines += [f"o_l[{q0 + i}] = {_qdot_sum(N_const, i, hnu, u0, f'N{k}', 'u_l') or '(sg_vd){0}'};"
-                      for i in range(hnq)]
+            lines += c_lines(P.Program([P.Set(P.Elem("o_l", q0 + i), _qdot_sum(N_const, i, hnu, u0, f"N{k}", "u_l")
+                                              or P.Zeros()) for i in range(hnq)]), lanes=True, zero=None)
         if "modes" in L:
             (mq0, mq1), mu0 = L["modes"]["q"], L["modes"]["u"][0]
-            lines += [f"o_l[{mq0 + i}] = u_l[{mu0 + i}];" for i in range(mq1 - mq0)]
+            lines += c_lines(P.Program([P.Set(P.Elem("o_l", mq0 + i), P.Elem("u_l", mu0 + i))
+                                        for i in range(mq1 - mq0)]), lanes=True)
     return lines or None                                 # no Q (every hinge locked): nothing to take
 
 
 def _qdot_lines(N_const, slug: str, hinge: str, q0: int, u0: int, nq: int, nu: int) -> list:
-    """A hinge's rows of Qdot = N(Q) U: the qdot_map kernel into N only when N has an entry that depends on Q
-    (``N_const``: kernel_structure's constants, None where an entry is not one), then one sum per row without
-    its zero entries (a PIN or SLIDER is ``out[i] = u[j]``, a free joint's translation too)."""
-    out = []
+    """A hinge's rows of Qdot = N(Q) U (statements): the qdot_map kernel into N only when N has an entry that
+    depends on Q (``N_const``: kernel_structure's constants, None where an entry is not one), then one sum per row
+    without its zero entries (a PIN or SLIDER is ``out[i] = u[j]``, a free joint's translation too)."""
+    out = [P.Comment(f"hinge '{hinge}'")]
     if N_const is None or any(c is None for c in N_const):
-        out.append(f"sg_{slug}_qdot_map(q + {q0}, u + {u0}, 0, N);  /* hinge '{hinge}' */")
-    for i in range(nq):
-        out.append(f"out[{q0 + i}] = {_qdot_sum(N_const, i, nu, u0, 'N', 'u') or '0.0'};"
-                   + ("" if i else f"  /* '{hinge}' */"))
-    return out
+        out.append(P.Invoke(f"sg_{slug}_qdot_map", (P.At("q", q0), P.At("u", u0), None, "N"), check=False))
+    return out + [P.Set(P.Elem("out", q0 + i), _qdot_sum(N_const, i, nu, u0, "N", "u") or P.Num(0.0))
+                  for i in range(nq)]
 
 
-def _qdot_sum(N_const, i: int, nu: int, u0: int, N: str, u: str) -> str:
-    """Row i of N(Q) U in C, in j order (the one-state and the lane forms sum alike): ``N[i nU + j] * u[u0 + j]``
-    where the entry is not a constant, the constant ones folded (1 and -1 signs, 0 dropped); "" for none."""
-    terms = []
+def _qdot_sum(N_const, i: int, nu: int, u0: int, N: str, u: str):
+    """Row i of N(Q) U, in j order (the one-state and the lane forms sum alike): ``N[i nU + j] * u[u0 + j]``
+    where the entry is not a constant, the constant ones folded (1 and -1 signs, 0 dropped); None for none."""
+    total = None
     for j in range(nu):
-        c, x = None if N_const is None else N_const[i * nu + j], f"{u}[{u0 + j}]"
+        c, x = None if N_const is None else N_const[i * nu + j], P.Elem(u, u0 + j)
         if c is None:
-            terms.append(f"{N}[{i * nu + j}] * {x}")
+            term = P.Bin("*", P.Elem(N, i * nu + j), x)
         elif c == 1.0:
-            terms.append(x)
+            term = x
         elif c == -1.0:
-            terms.append(f"-{x}")
+            term = P.Neg(x)
         elif c != 0.0:
-            terms.append(f"{c!r} * {x}")
-    return " + ".join(terms)
+            term = P.Bin("*", P.Num(c), x)
+        else:
+            continue
+        total = term if total is None else P.Bin("+", total, term)
+    return total
 
 
 

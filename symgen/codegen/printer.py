@@ -110,6 +110,8 @@ def _arg(a) -> str:
     if isinstance(a, str):
         return P._ident(a)
     if isinstance(a, P.At):
+        if a.row is not None:
+            return _at(f"{P._ident(a.array)}[{index(a.row)}]", a.offset)
         return _at(a.array, a.offset)
     if isinstance(a, P.Doubles):
         return f"(double *){P._ident(a.array)}"
@@ -130,12 +132,14 @@ def c_lines(prog: P.Program, lanes: bool = False, declared=(), vector: str | Non
             ints=(), unused=(), returns: bool = False) -> list:
     """The C statements of ``prog`` (one state, or ``lanes``: SG_W states); ``vector``: the C type of the arrays
     of :attr:`symgen.ir.program.Locals.vectors` (a program with its directions on lanes); ``zero``: the name of
-    its vector of zeros (:class:`~symgen.ir.program.Zeros`); ``ints``: integer locals to declare besides the loop
+    its vector of zeros (:class:`~symgen.ir.program.Zeros`; None: a compound literal); ``ints``: integer locals to declare besides the loop
     variables where the body reads them (those :class:`~symgen.ir.program.Traced` statements use); ``unused``:
     the function's parameters, each cast to void where the body does not read it; ``returns``: the body's
     :class:`~symgen.ir.program.Return` statements are printed on lanes too (a lane program's are not: the function
     that wraps it returns the lanes' statuses)."""
     elem = _ELEMENT[lanes]
+    if zero is None:                      # no named vector of zeros: a compound literal of the element type
+        zero = f"({elem}){{0}}"
     ctx = (lanes, elem, vector, zero, returns)
     out = []
     body = [ln for s in prog.body if not isinstance(s, P.Locals) for ln in _stmt(s, ctx)]
@@ -288,6 +292,14 @@ def _stmt(s, ctx) -> list:
         return [f"{ctype} *{s.name} = {at};"]
     if isinstance(s, P.Traced):
         return list(s.lines)
+    if isinstance(s, P.Switch):
+        out = [f"switch ({index(s.value)}) {{"]
+        for value, body in list(s.cases) + [("default", s.default)]:
+            lines = [ln for x in body for ln in _stmt(x, ctx)] + ["break;"]
+            label = "default:" if value == "default" else f"case {int(value)}:"
+            out += [f"{label} {lines[0]}"] + ["    " + ln for ln in lines[1:]] if len(lines) <= 2 and \
+                not lines[0].startswith("/*") else [label] + ["    " + ln for ln in lines]
+        return out + ["}"]
     if isinstance(s, P.Set):
         return [f"{expr(s.target, zero)} {s.op} {expr(s.value, zero)};"]
     if isinstance(s, P.Def):

@@ -364,6 +364,14 @@ class If:
 
 
 @dataclass
+class Switch:
+    """The statements of the case ``value`` takes: ``cases`` ((an int, statements), ...), else ``default``."""
+    value: object
+    cases: tuple
+    default: list = field(default_factory=list)
+
+
+@dataclass
 class Check:
     """Stop with ``status`` (an int) unless ``value > 0`` (a pivot)."""
     value: object
@@ -418,9 +426,11 @@ class SetInt:
 
 @dataclass(frozen=True)
 class At:
-    """An argument of :class:`Invoke`: the address of ``array[offset]``."""
+    """An argument of :class:`Invoke`: the address of ``array[offset]`` (``row``: of ``array[row][offset]``, in a
+    table of constants' row)."""
     array: str
     offset: object
+    row: object = None
 
 
 @dataclass
@@ -467,6 +477,8 @@ class Program:
                 stack.extend(reversed(s.body))
             elif isinstance(s, If):
                 stack.extend(reversed(s.then + s.orelse))
+            elif isinstance(s, Switch):
+                stack.extend(reversed([x for _, body in s.cases for x in body] + list(s.default)))
 
     def loop_vars(self) -> list:
         """The integer locals the program's loops and :class:`Let` statements assign, in order."""
