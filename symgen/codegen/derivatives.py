@@ -422,7 +422,9 @@ def _lane_group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, out_siz
     W, res = P.Var("SG_W"), f"r{key}"
     one = P.Bin("+", P.Zeros(), P.Num(1.0))
     step = [P.Let("d", dirs(s))]
-    locs = P.Locals(arrays=((res, nu),) + (((arr, size),) if seeded else ()))
+    # the direction's own arrays live in the loop's body (the compiler keeps them in registers between uses)
+    own = P.Locals(arrays=((res, nu),) + (((arr, size),) if seeded else ()))
+    locs = P.Locals()
     if seeded:
         step += [P.Comment("the seeds: direction d, in every state"),
                  *[P.Loop("i", c0, c0 + n, [P.Set(P.Elem(arr, i), P.Zeros())]) for _, c0, n in coords]]
@@ -434,7 +436,7 @@ def _lane_group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, out_siz
         # and group rather than once per direction (the sums in the one-state function's order: the same bits)
         k = max(len(times_minv), 1)
         R = lambda c_, s_: P.Elem("R", P.add(P.mul(c_, nd_max), s_))  # noqa: E731
-        locs = P.Locals(arrays=locs.arrays + (("R", k * nd_max), ("acc", nd_max)),
+        locs = P.Locals(arrays=(("R", k * nd_max), ("acc", nd_max)),
                         tables=(("rows", times_minv or [0]),), comment="R: r of each direction on the rows where "
                         "it can be nonzero (rows)")
         step += [P.Loop("c", 0, k, [P.Set(R(c, s), P.Elem(res, P.Lookup("rows", c)))]) if times_minv else
@@ -450,12 +452,12 @@ def _lane_group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, out_siz
                         P.Elem("out", P.add(P.mul(P.Wide(l), out_size), _column(gk, nu, dirs(s))[0],
                                             P.mul(i, _column(gk, nu, dirs(s))[1]))),
                         P.Elem("acc", s, l))])])])]
-        return [P.Block([*head, locs, P.Loop("s", 0, P.Var("nd"), step), *rest])]
+        return [P.Block([*head, locs, P.Loop("s", 0, P.Var("nd"), [P.Block([own, *step])]), *rest])]
     if keeps_minv:
         step += [P.Loop("i", 0, nu, [P.Set(P.Elem("Minv_l", P.add(P.mul(i, nu), d)), P.Elem(res, i))])]
     step += [P.Comment("into each state's column of out"),
              P.Loop("l", 0, W, [_into_column(gk, nu, d, lambda i_: P.Elem(res, i_, l), l, out_size)])]
-    return [P.Block([*head, locs, P.Loop("s", 0, P.Var("nd"), step)])]
+    return [P.Block([*head, P.Loop("s", 0, P.Var("nd"), [P.Block([own, *step])])])]
 
 
 def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=None):
@@ -501,7 +503,10 @@ def _group_block(key, gk, g, layout, nu, nq, lanes, seeded, n_maps, times_minv=N
                               P.Loop("l", 0, DW, [P.Set(P.Elem("y", P.add(P.mul(l, nu), i)), P.Elem("acc", 0, l))])])]),
                  P.Loop("l", 0, P.Var("nl"), [_into_column(gk, nu, dirs(P.add(s, l)),
                                                            lambda i_: P.Elem("y", P.add(P.mul(l, nu), i_)))])]
-    return [P.Block([*head, locs, P.Loop("s", 0, nd, step, step=DW)])]
+    # the block's own arrays live in the loop's body (as the tables in the group's block)
+    tables = P.Locals(tables=locs.tables)
+    own = P.Locals(arrays=locs.arrays, vectors=locs.vectors, comment=locs.comment)
+    return [P.Block([*head, tables, P.Loop("s", 0, nd, [P.Block([own, *step])], step=DW)])]
 
 
 #: the analytic inverse-dynamics derivatives (symgen.algorithms.rnea_derivatives) longer than this (lines of the
