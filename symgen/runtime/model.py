@@ -444,14 +444,15 @@ class MultibodyModel:
         b.check_status(status, "minv_times", Q)
         return b.unbatch(single, out)
 
-    #: a batch's states per call of the centroidal batch where its rows are copied out (centroidal_momentum_matrix's
-    #: out=): the rows of a chunk stay in the cache (Talos: 64 states, 121 kB) between the C and the copy
-    CENTROIDAL_CHUNK = 64
+    #: the bytes of rows per call of the centroidal batch where its rows are copied out (centroidal_momentum_matrix's
+    #: out=): a chunk's rows stay in the cache between the C and the copy (Talos: 129 states; arm7: 627), and the
+    #: calls are few (64 states a chunk cost arm7 0.17 µs a state in Python's per-call overhead, three times its C)
+    CENTROIDAL_CHUNK_BYTES = 256 * 1024
 
     def _centroidal(self, q, u, params, into=None):
         """[A_G, h_G, c] of every state: (single, (N, 6 nU + 9)).  The centroidal functions live in the module of
         the derivative functions (:meth:`derivative_binding`: compiled on the first call).  ``into(i, rows)``: a
-        batch goes in chunks of :data:`CENTROIDAL_CHUNK` states through a work array kept between calls, each
+        batch goes in chunks of :data:`CENTROIDAL_CHUNK_BYTES` of rows through a work array kept between calls, each
         chunk's rows (those of states i, i + 1, ...) handed to ``into`` (which copies what it needs); returns
         (single, None) then."""
         b, nu = self.derivative_binding(), self.nu
@@ -468,9 +469,9 @@ class MultibodyModel:
         P = b.p(Q.shape[0], np.zeros(nu), None, None, params) if self.layout.theta_blocks or params else None
         if into is None:
             return single, b.call_batch("centroidal_momentum_matrix", Q, U, P, 6 * nu + 9)[0]
-        n, m = Q.shape[0], self.CENTROIDAL_CHUNK
+        n, m = Q.shape[0], max(64, self.CENTROIDAL_CHUNK_BYTES // (8 * (6 * nu + 9)))
         work = self._centroidal_work
-        if work is None:
+        if work is None or work.shape[0] < m:
             work = self._centroidal_work = np.empty((m, 6 * nu + 9))
         for i in range(0, n, m):
             j = min(n, i + m)
