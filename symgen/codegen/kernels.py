@@ -276,6 +276,12 @@ def derivative_kernels(h: Hinge) -> dict:
     return out
 
 
+def lane_trig_args(h: Hinge, q: str) -> list:
+    """The hinge's :func:`hinge_trig_args` printed for lane l of the lane vectors ``q`` of its Q (``q[i][l]``)."""
+    printer = SgCPrinter({s_: f"{q}[{i}][l]" for i, s_ in enumerate(h.q)})
+    return [printer.doprint(a) for a in hinge_trig_args(h)]
+
+
 def hinge_trig_args(h: Hinge) -> list:
     """The arguments a of every sin(a) / cos(a) in the hinge's :data:`TRIG_KERNELS`, in a fixed order: a model
     computes their sines and cosines together, up front (``sg_sincos_n``), and calls the ``_sc`` kernels.
@@ -409,7 +415,8 @@ def kernel_structure(h: Hinge) -> dict:
             "coord_map_alias": aliases(h.coord_map), "coord_map_dot_alias": aliases(h.coord_map_dot)}
 
 
-def lane_kernel_lines(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: int, memo=None) -> list | None:
+def lane_kernel_lines(h, kernel: str, live: list, arr: str, q0: int, u0: int, trig0: int, memo=None,
+                      names=None) -> list | None:
     """A hinge kernel's live entries printed on lane vectors (``sg_vd``): the kernel's own statements
     (:func:`emit_statements`, the same CSE and order as its scalar C, so the same operations per lane) with Q and
     U read from ``q_l`` / ``u_l`` and the sines and cosines of its angles from ``s_l`` / ``c_l`` (from
@@ -439,7 +446,8 @@ def lane_kernel_lines(h, kernel: str, live: list, arr: str, q0: int, u0: int, tr
     raw, _, helpers = got
     if helpers:
         return None
-    moved = lambda m: f"{m.group(1)}_l[{(q0 if m.group(1) == 'q' else u0) + int(m.group(2))}]"  # noqa: E731
+    names = names or {"q": "q_l", "u": "u_l"}        # the lane arrays of Q and U the statements read
+    moved = lambda m: f"{names[m.group(1)]}[{(q0 if m.group(1) == 'q' else u0) + int(m.group(2))}]"  # noqa: E731
     lines = [re.sub(r"\bSGK_t", f"{arr}_t", re.sub(r"\b([qu])_l\[(\d+)\]", moved, line)) for line in raw]
 
     def trig(m):

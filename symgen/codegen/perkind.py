@@ -27,6 +27,7 @@ from ..hinges.derive import NEEDS_U, NEEDS_U_DQ
 from ..ir import program as P
 from ..ir.tape import Tape
 from .lanes import lane_width
+from .kernels import lane_trig_args
 from .printer import c_function, c_function_table, c_lines
 
 _IDENTITY_R = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
@@ -802,16 +803,16 @@ class PerKindForm:
                 alias = st.get(f"{kernel}_alias") or [None] * len(st[kernel])
                 live = sorted(set(live) | {i for i, c in enumerate(st[kernel]) if c is None and alias[i] is None})
             decls.append(P.Locals(arrays=((arr, size),)))
-            lane = None if h is None else _lane_kernel(h, kernel, live, arr, 0, 0, 0, memo)
+            lane = None if h is None else _lane_kernel(h, kernel, live, arr, 0, 0, 0, memo, {"q": "qh", "u": "uh"})
             if lane is not None:
-                vector += [re.sub(r"\b([qu])_l\[", r"\1h[", x) for x in lane]
+                vector += lane
             else:
                 per_lane.append((kernel, size, live, arr))
         head = []
         W, l, i = P.Var("SG_W"), P.Var("l"), P.Var("i")
         if any("s_l[" in x or "c_l[" in x for x in vector):
             n = len(args)
-            lane_angles = [re.sub(r"\bq\[(\d+)\]", r"qh[\1][l]", a) for a in args]
+            lane_angles = lane_trig_args(h, "qh")       # a kernel on lane vectors: the hinge h is known
             head += [P.Locals(doubles=(("ang", P.mul(n, W)),),
                               comment="the hinge's angles, each angle's lanes one after the other"),
                      P.Locals(arrays=(("s_l", n), ("c_l", n))),
