@@ -1060,8 +1060,10 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
         m = re.fullmatch(r"(\w+)\[(\d+)\]", text)
         if m:
             size[m.group(1)] = max(size.get(m.group(1), 0), int(m.group(2)) + 1)
-    head, per_lane, sc_calls, angles = lane_kernel_head(kernel_arrays(T, bodies), bodies, nu, layout, slugs,
-                                                        strides, size, hinges, kernels)
+    segmented = bool(fn) and len(body) > soa.LANE_SEGMENT_LINES
+    got = lane_kernel_head(kernel_arrays(T, bodies), bodies, nu, layout, slugs, strides, size, hinges, kernels,
+                           pool="sg_wl" if segmented else None)     # segments read the kernels' arrays in sg_wl
+    head, per_lane, sc_calls, angles = got[:4]
     ins = [(a, size[a], strides[a]) for a in ("q", "u", "p") if a in size]
     used = {"q": bool(head) or "q" in size, "u": bool(per_lane) or "u" in size, "p": "p" in size,
             "out": any(re.search(r"\bout_l\[", line) for line in body)}    # no U (every hinge locked): no out
@@ -1069,35 +1071,28 @@ def _lane_function(T, bodies, nu, layout, slugs, p_stride, out_size, p_lanes=Fal
     ins = [x for x in ins if not (p_in and x[0] == "p")]
     have = {a for a, _, _ in ins} | ({"p"} if p_in else set())
     before = []
-    if fn and len(body) > soa.LANE_SEGMENT_LINES:
-        seg = _lane_segments(T, len(body), head, fn, have, used["out"])
+    if segmented:
+        seg = _lane_segments(T, len(body), head, fn, have, used["out"], got[4])
         if seg is not None:
             head, body, before = seg
+        else:                  # the tape cannot be cut: the kernels' arrays of their own, as unsegmented
+            head = lane_kernel_head(kernel_arrays(T, bodies), bodies, nu, layout, slugs, strides, size, hinges,
+                                    kernels)[0]
     return {"ins": ins, "head": head, "lines": body, "loop_i": bool(ins) or sc_calls or used["out"], "out_l": used["out"], "guard": "",
             "unused": [a for a, x in used.items() if not x], "out_size": out_size, "sincos": bool(angles),
             "p_lanes": p_in[0] if p_in else None, "before": before, "size": len(body) + len(before)}
 
 
-def _lane_segments(T, n: int, head: list, fn: str, have: set, out_l: bool) -> tuple | None:
+def _lane_segments(T, n: int, head: list, fn: str, have: set, out_l: bool, pool: tuple) -> tuple | None:
     """A lane function's statements as segments (:func:`segmented_function`'s, for SG_W states): ``(head, wrapper
-    lines, segment functions)``.  The head's hinge-kernel arrays move into one array of vectors ``sg_wl`` that every
-    segment reads; the vectors (``sg_cl``) and doubles (``sg_cs``) a segment passes on to a later one, the lane
-    arrays of q, u, p and the outputs are the segments' arguments (0 where the function has none); ``n``: its
-    length in lines."""
+    lines, segment functions)``.  The head's hinge-kernel arrays are pointers into one array of vectors ``sg_wl``
+    that every segment reads (``pool``: their offsets there and its size, from :func:`lane_kernel_head`); the
+    vectors (``sg_cl``) and doubles (``sg_cs``) a segment passes on to a later one, the lane arrays of q, u, p and
+    the outputs are the segments' arguments (0 where the function has none); ``n``: its length in lines."""
     cut = T.lane_segments(-(-n // soa.LANE_SEGMENT_LINES), "sg_vd", "SG_W", _LANE_ARRAYS)
     if cut is None:
         return None
-    decl = re.compile(r"sg_vd (\w+)\[(\d+)\];(  /\* .* \*/)?$")     # a kernel array of lane_kernel_head's
-    new_head, ptrs, w = [], {}, 0
-    for line in head:
-        m = decl.match(line)
-        if m and m.group(1) not in ("s_l", "c_l"):
-            ptrs[m.group(1)] = w
-            new_head += [ln + (m.group(3) or "") for ln in c_lines(P.Program([P.View(m.group(1), "sg_wl", w)]),
-                                                                   lanes=True)]
-            w += int(m.group(2))
-        else:
-            new_head.append(line)
+    (ptrs, w), new_head = pool, list(head)
     vec = [v for v in cut["slots"] if v not in cut["scalar"]]
     sca = [v for v in cut["slots"] if v in cut["scalar"]]
     vslot, sslot = {v: i for i, v in enumerate(vec)}, {v: i for i, v in enumerate(sca)}

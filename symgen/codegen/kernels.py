@@ -464,18 +464,26 @@ def lane_kernel_lines(h, kernel: str, live: list, arr: str, q0: int, u0: int, tr
     return out
 
 
-def lane_kernel_head(items, bodies, nu, layout, slugs, strides, size, hinges=None, kernels=None):
+def lane_kernel_head(items, bodies, nu, layout, slugs, strides, size, hinges=None, kernels=None, pool=None):
     """The start of a lane function: the hinge kernels' outputs it reads (``items``: (body, array, kernel, size,
     entries read)) as lane arrays ``sg_vd <array>[size]``, each kernel on lane vectors where :func:`lane_kernel_lines`
     prints it from ``hinges`` {body: Hinge} (``kernels``: a dict that keeps them for the other lane functions
     of the model, which read the same kernels), else per lane (the scalar kernel into ``k_out``, then its
     entries).  ``strides``: the rows of q, u and p; ``size``: {array: entries read} of the function's inputs,
     grown here to the whole of Q and U where a lane kernel reads them.  Returns ``(head lines, per-lane calls,
-    whether one takes sines and cosines, the angles)``."""
+    whether one takes sines and cosines, the angles)``; with ``pool`` (the name of an array of vectors) the
+    kernels' arrays are pointers into it, one after the other, and a fifth item ``({array: offset}, the pool's
+    size)`` follows (a segmented lane function's segments read them there)."""
     calls, kernels = HingeCalls(layout, slugs), {} if kernels is None else kernels
     per_lane, decls, vector = [], [], []
+    offsets, w = {}, 0
     for b, arr, kernel, n, live in items:
-        decls.append(f"sg_vd {arr}[{n}];  /* '{b.name}' */")
+        if pool is None:
+            decls.append(f"sg_vd {arr}[{n}];  /* '{b.name}' */")
+        else:
+            offsets[arr] = w
+            decls.append(f"sg_vd *{arr} = {pool}{f' + {w}' if w else ''};  /* '{b.name}' */")
+            w += n
         call = calls(b.name, kernel, "k_out")            # registers the hinge's angles (sg_sincos_split_lanes)
         Lb = layout[b.name]
         key = (b.name, kernel, tuple(live), calls._offset.get(b.name, 0))
@@ -513,7 +521,7 @@ def lane_kernel_head(items, bodies, nu, layout, slugs, strides, size, hinges=Non
             f"    double k_out[{k_size}];",
             *["    " + re.sub(r"\(q \+ (\d+), u \+ (\d+), (sc \+|0)", _lane_args, c) for c in per_lane],
             "}"]
-    return head, per_lane, sc_calls, angles
+    return (head, per_lane, sc_calls, angles) + (() if pool is None else ((offsets, w),))
 
 
 def _row_q(text: str) -> str:
