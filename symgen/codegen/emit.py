@@ -213,27 +213,26 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
         poses, pose_calls = [], None                # poses_from_frames (templates/model.c.jinja)
     elif fk["poses"] is not None:
         poses, pose_calls = [P.Traced(fk["poses"])], None
+    params = ("q", "u", "p", "out")              # the entry points' parameters, each cast to void where unread
     qdot_lines = c_lines(P.Program(
         ([P.Locals(arrays=(("N", max_nq * max_nu),))] if any(isinstance(x, P.Invoke) for x in qdot) else []) + qdot),
-        unused=("q", "u", "p", "out", "sg_matvec"))
+        unused=params + ("sg_matvec",))
     # N(Q) (nQ x nU) and dQdot/dQ (nQ x nQ), row-major, from the hinges' kernels; equivalent Q (sanitize)
     qdot_map_lines = c_lines(P.Program(
         ([P.Locals(arrays=(("N", max_nq * max_nu),))] if any(isinstance(x, P.Invoke) for x in qdot_map) else [])
-        + [P.Zero("out", 0, nq * nu, "out = N(Q), Qdot = N U")] + qdot_map))
+        + [P.Zero("out", 0, nq * nu, "out = N(Q), Qdot = N U")] + qdot_map), unused=params)
     qdot_dq_lines = c_lines(P.Program(
         ([P.Locals(arrays=(("N", max_nq * max_nq),))] if qdot_dq else [])
-        + [P.Zero("out", 0, nq * nq, "out = d Qdot / d Q, Qdot = N(Q) U")] + qdot_dq))
-    sanitize_lines = c_lines(P.Program(sanitize))
+        + [P.Zero("out", 0, nq * nq, "out = d Qdot / d Q, Qdot = N(Q) U")] + qdot_dq), unused=params)
+    sanitize_lines = c_lines(P.Program(sanitize), unused=params)
     # sg_link_pose: the helper form, for large models (cast to void where the traced poses serve)
     poses_lines = c_lines(P.Program(poses if pose_calls is None else [
-        P.Locals(arrays=(("X", 16),)), P.Traced(pose_calls.head()), *poses]), unused=("u", "p", "sg_link_pose"))
+        P.Locals(arrays=(("X", 16),)), P.Traced(pose_calls.head()), *poses]), unused=params + ("sg_link_pose",))
     kinematics_lines = c_lines(P.Program([
         P.Locals(arrays=(("X", 16), ("H", 6 * max_nu), ("Hd", 6 * max_nu))),
         P.Zero("H", 0, 6 * max_nu, "a LOCKED hinge writes none"), P.Zero("Hd", 0, 6 * max_nu),
-        P.Traced(kin_calls.head()), *kin]), unused=("q", "u", "p", "out"))
+        P.Traced(kin_calls.head()), *kin]), unused=params)
 
-    def cast(lines):
-        return c_lines(P.Program([P.Traced(lines)]), unused=("q", "u", "p", "out"))
     frames = _frame_tables(model, index)
     # the one-state frame kinematics: a part of their own when long, compiled beside part 0 (at the module's level:
     # at -O2 Talos's frame Jacobian took 22 % longer), else part 0's; the hinge kernels' exports (the per-hinge API,
@@ -260,15 +259,15 @@ def emit_model(model, layout: dict, slugs: dict, name: str, loops: list = (), fo
             "rollout_part": (dyn["lanes"]["ta" if loops else "fd"] or {}).get("part", 0),
             "rollout": {**_rollout_spec(ML, bool(loops), nq, nu, dyn["lanes"]["ta" if loops else "fd"]),
                         "qdot_lanes": _qdot_lanes(model, layout, hinges, nq, nu)},
-            "kinematics_lines": cast(kinematics_lines),
+            "kinematics_lines": kinematics_lines,
             "model_helpers": ["sincos_n"] if any(layout[b.name]["structure"]["trig_args"] for b in model.bodies)
             else [],
-            "qdot_lines": cast(qdot_lines), "qdot_dq_lines": cast(qdot_dq_lines),
-            "qdot_map_lines": cast(qdot_map_lines),
+            "qdot_lines": qdot_lines, "qdot_dq_lines": qdot_dq_lines,
+            "qdot_map_lines": qdot_map_lines,
             "hinge_blocks": [[layout[b.name]["q"][0], layout[b.name]["nq"], layout[b.name]["u"][0], layout[b.name]["nu"],
                               int(bool(layout[b.name]["has_sanitize"]))] for b in model.bodies],
-            "max_hinge_nu": max_nu, "sanitize_lines": cast(sanitize_lines),
-            "kinematics_size": nb * B, "poses_lines": poses_lines if pose_calls is None else cast(poses_lines),
+            "max_hinge_nu": max_nu, "sanitize_lines": sanitize_lines,
+            "kinematics_size": nb * B, "poses_lines": poses_lines,
             "hmap_switch": c_lines(P.Program([P.Switch(P.Var("j"), tuple(hmap_cases))]), declared=("j",)), "max_nu6": 6 * max_nu, "frame_steps": fk["steps"],
             "frame_poses_lines": fk["frame_poses"], "poses_from_frames": fk["frame_poses"] is not None, **frames, **_node_cases(model, index, layout),
             **closed}

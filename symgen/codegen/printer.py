@@ -91,8 +91,7 @@ def expr(x, zero: str = "zero") -> str:
 
 def _compound(x) -> bool:
     """Another printer's expression that is more than a name or an entry (parenthesized as an operand)."""
-    return isinstance(x, P.Printed) and re.fullmatch(r"[\w\[\]. ]*", x.text) is None or \
-        isinstance(x, P.Printed) and " " in x.text
+    return isinstance(x, P.Printed) and re.fullmatch(r"[\w\[\]]+", x.text) is None
 
 
 def _operand(x, zero: str = "zero") -> str:
@@ -204,20 +203,24 @@ def c_function_table(tbl: P.FunctionTable, lanes: bool = False, vector: str | No
             "    " + ", ".join(tbl.functions), "};"]
 
 
+def _arrays(arrays) -> str:
+    """``a[n], b[m]``: arrays' declarators (a size an int, at least 1, or an index expression of constants)."""
+    return ", ".join(f"{a}[{max(int(n), 1) if isinstance(n, int) else index(n)}]" for a, n in arrays)
+
+
 def _locals(s: P.Locals, ctx, top: bool = False) -> list:
-    """The declarations of a :class:`~symgen.ir.program.Locals`."""
+    """The declarations of a :class:`~symgen.ir.program.Locals` (its comment on the first of them)."""
     _, elem, vector, zero, _ = ctx
-    out = []
+    decls = []
     if s.arrays or s.pointers:
-        names = [f"{a}[{max(int(n), 1) if isinstance(n, int) else index(n)}]" for a, n in s.arrays] + \
-            [f"*{p}" for p in s.pointers]
-        out.append(f"{elem} {', '.join(names)};" + (f"  /* {s.comment} */" if s.comment else ""))
+        decls.append(f"{elem} {', '.join(([_arrays(s.arrays)] if s.arrays else []) + [f'*{p}' for p in s.pointers])};")
     if s.vectors:
-        out.append(f"{vector} {', '.join(f'{a}[{max(int(n), 1)}]' for a, n in s.vectors)};"
-                   + (f"  /* {s.comment} */" if s.comment and not (s.arrays or s.pointers) else ""))
+        decls.append(f"{vector} {_arrays(s.vectors)};")
     if s.doubles:
-        out.append(f"double {', '.join(f'{a}[{max(int(n), 1) if isinstance(n, int) else index(n)}]' for a, n in s.doubles)};"
-                   + (f"  /* {s.comment} */" if s.comment and not (s.arrays or s.pointers or s.vectors) else ""))
+        decls.append(f"double {_arrays(s.doubles)};")
+    if decls and s.comment:
+        decls[0] += f"  /* {s.comment} */"
+    out = decls
     if s.zero or (top and s.vectors):
         out.append(f"const {vector} {zero} = ({vector}){{0}};")
     if s.ints:
@@ -296,9 +299,7 @@ def _stmt(s, ctx) -> list:
         out = [f"switch ({index(s.value)}) {{"]
         for value, body in list(s.cases) + [("default", s.default)]:
             lines = [ln for x in body for ln in _stmt(x, ctx)] + ["break;"]
-            label = "default:" if value == "default" else f"case {int(value)}:"
-            out += [f"{label} {lines[0]}"] + ["    " + ln for ln in lines[1:]] if len(lines) <= 2 and \
-                not lines[0].startswith("/*") else [label] + ["    " + ln for ln in lines]
+            out += ["default:" if value == "default" else f"case {int(value)}:"] + ["    " + ln for ln in lines]
         return out + ["}"]
     if isinstance(s, P.Set):
         return [f"{expr(s.target, zero)} {s.op} {expr(s.value, zero)};"]
