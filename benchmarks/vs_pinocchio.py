@@ -19,8 +19,8 @@ state for batches).  Rows:
 * ``fd``    forward dynamics   (symgen ATBI         vs ``pin.aba``)
 * ``id``    inverse dynamics   (symgen Newton-Euler vs ``pin.rnea``)
 * ``M``     mass matrix        (symgen CRBA         vs ``pin.crba``)
-* ``cmm``   centroidal momentum matrix A_G and h_G (``mb.centroidal_momentum_matrix``; its batch computes h_G too)
-  vs ``pin.ccrba``
+* ``cmm``   centroidal momentum matrix A_G (``mb.centroidal_momentum_matrix``; its C computes h_G and the centre of
+  mass too) vs ``pin.ccrba`` (A_G and h_G)
 * ``pose``  one frame pose, the last link (``mb.frame_pose(q, handle)`` vs ``pin.forwardKinematics`` +
   ``pin.updateFramePlacement(...).homogeneous``: Pinocchio's cheapest route to one frame's 4x4)
 * ``poses`` poses of all frames (``mb.frame_poses(q)``, an (n_frames, 4, 4) array vs
@@ -32,8 +32,8 @@ state for batches).  Rows:
   ``pin.forwardKinematics(q, v)`` + ``pin.getFrameVelocity(..., LOCAL).vector``)
 
 Columns: ``py1`` one call from Python per state (a new output array each call, as users call it; frames by
-a handle from ``mb.frame_handle``), ``batch`` one symgen call for ``--n`` states (per state; fd, id and M
-write into a preallocated ``out=``, as Pinocchio writes into its Data; the batches of fd, id and M run the
+a handle from ``mb.frame_handle``), ``batch`` one symgen call for ``--n`` states (per state; fd, id, M and
+cmm write into a preallocated ``out=``, as Pinocchio writes into its Data; the batches of fd, id and M run the
 lane form, templates/helpers/lanes.c.jinja, where the model and the CPU have one), Pinocchio one call from
 Python; ratio = symgen / Pinocchio.  With ``--c`` the summary also has ``C batch``: the ``_batch`` functions
 called once for the ``--n`` states from a plain C main (no Python, p filled beforehand), per state.
@@ -106,7 +106,7 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
     QP = np.array([to_pin_q(mb, pm, q) for q in Q])
     U = np.array([u_map(mb, pm, Q[i], floating) @ V[i] for i in range(n)])
     T = np.array([np.linalg.solve(u_map(mb, pm, Q[i], floating).T, TAU[i]) for i in range(n)])
-    OUT_U, OUT_M = np.empty((n, mb.nu)), np.empty((n, mb.nu, mb.nu))   # batches write into preallocated out=
+    OUT_U, OUT_M, OUT_A = np.empty((n, mb.nu)), np.empty((n, mb.nu, mb.nu)), np.empty((n, 6, mb.nu))  # preallocated out=
     last = mb.body_names[-1]
     fid = pm.getFrameId(last, pin.FrameType.BODY)
     h = mb.frame_handle(last)
@@ -126,7 +126,8 @@ def bench_robot(path: Path, floating: bool, n: int, rounds: int, single: int) ->
                lambda i: pin.rnea(pm, pd, QP[i], V[i], TAU[i])),
         "M": (lambda i: mb.mass_matrix(Q[i]), lambda N: mb.mass_matrix(Q[:N], out=OUT_M[:N]),
               lambda i: pin.crba(pm, pd, QP[i])),
-        "cmm": (lambda i: mb.centroidal_momentum_matrix(Q[i]), lambda N: mb.centroidal_momentum_matrix(Q[:N]),
+        "cmm": (lambda i: mb.centroidal_momentum_matrix(Q[i]),
+                lambda N: mb.centroidal_momentum_matrix(Q[:N], out=OUT_A[:N]),
                 lambda i: pin.ccrba(pm, pd, QP[i], V[i])),
         "pose": (lambda i: mb.frame_pose(Q[i], h), lambda N: mb.frame_pose(Q[:N], h),
                  lambda i: (pin.forwardKinematics(pm, pd, QP[i]), pin.updateFramePlacement(pm, pd, fid).homogeneous)),

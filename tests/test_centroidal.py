@@ -166,7 +166,7 @@ def test_batches_equal_one_state_calls(models, name):
         one = np.array([getattr(mb, verb)(*(x[i] for x in args)) for i in range(n)])
         assert batch.shape == one.shape
         assert np.array_equal(batch, one), verb
-    # out=: the same numbers written into the caller's array (a batch twice: its work rows are reused), one state
+    # out=: the same numbers written into the caller's array (a batch twice), one state
     # and a batch; a wrong shape is refused
     ref = mb.centroidal_momentum_matrix(Q)
     out = np.full((n, 6, mb.nu), np.nan)

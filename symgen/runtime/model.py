@@ -50,7 +50,6 @@ class MultibodyModel:
         # ``derivatives()`` (a callable the builder gives, returning the module with them), else unavailable
         self._derivatives_module, self._derivative_binding = derivatives, None
         self._fastcall = fastcall
-        self._centroidal_work = None     # centroidal_momentum_matrix(out=)'s chunk of rows, made on first use
         self.manifest = manifest
         self.name = manifest["name"]
         self.nq, self.nu, self.nb = manifest["nq"], manifest["nu"], manifest["nb"]
@@ -444,41 +443,19 @@ class MultibodyModel:
         b.check_status(status, "minv_times", Q)
         return b.unbatch(single, out)
 
-    #: the bytes of rows per call of the centroidal batch where its rows are copied out (centroidal_momentum_matrix's
-    #: out=): a chunk's rows stay in the cache between the C and the copy (Talos: 129 states; arm7: 627), and the
-    #: calls are few (64 states a chunk cost arm7 0.17 µs a state in Python's per-call overhead, three times its C)
-    CENTROIDAL_CHUNK_BYTES = 256 * 1024
-
-    def _centroidal(self, q, u, params, into=None):
+    def _centroidal(self, q, u, params):
         """[A_G, h_G, c] of every state: (single, (N, 6 nU + 9)).  The centroidal functions live in the module of
-        the derivative functions (:meth:`derivative_binding`: compiled on the first call).  ``into(i, rows)``: a
-        batch goes in chunks of :data:`CENTROIDAL_CHUNK_BYTES` of rows through a work array kept between calls, each
-        chunk's rows (those of states i, i + 1, ...) handed to ``into`` (which copies what it needs); returns
-        (single, None) then."""
+        the derivative functions (:meth:`derivative_binding`: compiled on the first call)."""
         b, nu = self.derivative_binding(), self.nu
         if params is None:                 # one state: the one-state C function on the arrays' memory
             fn, p0 = getattr(b.lib, f"sg_{self.name}_centroidal_momentum_matrix"), b.nominal_p
             r = b.one("centroidal_momentum_matrix", (q,) if u is None else (q, u), (1, 6 * nu + 9), None,
                       (lambda pq, po: fn(pq, b.zero_u, p0, po)) if u is None else (lambda pq, pu, po: fn(pq, pu, p0, po)))
             if r is not None:
-                if into is not None:
-                    into(0, r[0])
-                    return True, None
                 return True, r[0]
         single, Q, U = b.states(q, u)
         P = b.p(Q.shape[0], np.zeros(nu), None, None, params) if self.layout.theta_blocks or params else None
-        if into is None:
-            return single, b.call_batch("centroidal_momentum_matrix", Q, U, P, 6 * nu + 9)[0]
-        n, m = Q.shape[0], max(64, self.CENTROIDAL_CHUNK_BYTES // (8 * (6 * nu + 9)))
-        work = self._centroidal_work
-        if work is None or work.shape[0] < m:
-            work = self._centroidal_work = np.empty((m, 6 * nu + 9))
-        for i in range(0, n, m):
-            j = min(n, i + m)
-            rows = b.call_batch("centroidal_momentum_matrix", Q[i:j], U[i:j], None if P is None else P[i:j],
-                                6 * nu + 9, out=work[:j - i])[0]
-            into(i, rows)
-        return single, None
+        return single, b.call_batch("centroidal_momentum_matrix", Q, U, P, 6 * nu + 9)[0]
 
     def centroidal_momentum_matrix(self, q, params=None, out=None) -> np.ndarray:
         """The centroidal momentum matrix A_G (6 x nU; (N, 6, nU) for a batch): h_G = A_G U is the spatial
@@ -489,18 +466,18 @@ class MultibodyModel:
         not in the centre of mass.  The centroidal functions are compiled on their first call, with the derivative
         functions (:meth:`derivative_binding`), as they are.  ``out=``: a preallocated C-contiguous float64 array
         of the result's shape to write into (and return), as :meth:`mass_matrix` takes."""
-        nu = self.nu
-        if out is None:
-            single, res = self._centroidal(q, None, params)
-            return self.binding.unbatch(single, res[:, :6 * nu].reshape(-1, 6, nu))
-        n = None if np.ndim(q) == 1 else np.shape(q)[0]
-        out = self.binding.check_out(out, (6, nu) if n is None else (n, 6, nu), "centroidal_momentum_matrix")
-        flat = out.reshape(-1, 6 * nu)
-
-        def into(i, rows):
-            flat[i:i + rows.shape[0]] = rows[:, :6 * nu]
-        self._centroidal(q, None, params, into=into)
-        return out
+        nu, b = self.nu, self.derivative_binding()
+        if out is None and params is None and np.ndim(q) == 1:      # one state: the one-state C function
+            _, res = self._centroidal(q, None, params)
+            return res.reshape(-1)[:6 * nu].reshape(6, nu)
+        single, Q, U = b.states(q)
+        if out is not None:
+            out = b.check_out(out, (6, nu) if single else (Q.shape[0], 6, nu), "centroidal_momentum_matrix")
+        P = b.p(Q.shape[0], np.zeros(nu), None, None, params) if self.layout.theta_blocks or params else None
+        # A_G alone, straight into the result's (N, 6, nU) rows (sg_<m>_centroidal_momentum_matrix_only_batch)
+        res, _ = b.call_batch("centroidal_momentum_matrix_only", Q, U, P, 6 * nu,
+                              None if out is None else out.reshape(Q.shape[0], 6 * nu))
+        return out if out is not None else b.unbatch(single, res.reshape(-1, 6, nu))
 
     def centroidal_momentum(self, q, u, params=None) -> np.ndarray:
         """h_G = A_G(Q) U (6; (N, 6) for a batch): the model's spatial momentum ``[angular; linear]`` about its
