@@ -1155,6 +1155,6 @@ def emit_lanes(bodies, layout, slugs, L, tapes: dict, width: int | None = None, 
              # the centroidal momentum's rate has none: the length of inverse dynamics, compile time for a call that
              # MPC makes once per state (its batches go one state at a time)
              "cm": lane("cm", L.params.size if L.theta_blocks else 0, 6 * L.nu + 9), "cd": None}
-    if kinds["cm"]:            # its batches write A_G, h_G and c, or A_G alone (plan.CLanes.rows)
+    if kinds["cm"]:            # its batches write A_G, h_G and c, or A_G alone: out's row length (plan.CLanes.rows)
         kinds["cm"]["rows"] = True
     return {"width": width, **kinds, "sincos": any(f and f["sincos"] for f in kinds.values()), "looped": None}

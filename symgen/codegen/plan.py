@@ -44,9 +44,9 @@ class CLanes:
     a null pointer), its output size per state, what a nonzero status of the block does (``stop``, one of
     :data:`STOPS`; "": it returns none), the batch's arguments it takes after p (``after_p``: the tangent flag, a
     frame), the preprocessor condition it needs besides SG_LANES (none: "") and whether it takes the block's rows
-    of u (``u``; else a null pointer: frame_poses).  ``rows``: the lane function takes, after out, how many of
-    each state's leading outputs it writes and the row stride of out (the centroidal momentum matrix's lanes:
-    A_G, h_G and c, or A_G alone into (N, 6, nU) rows); None: it writes all ``out_size``."""
+    of u (``u``; else a null pointer: frame_poses).  ``rows``: the lane function takes, after out, the length of
+    out's rows, and writes that many of each state's leading outputs (the centroidal momentum matrix's lanes: A_G,
+    h_G and c, or A_G alone into (N, 6, nU) rows); ``out_size`` is passed."""
 
     kind: str
     p: CArg | None
@@ -55,7 +55,7 @@ class CLanes:
     after_p: tuple = ()
     guard: str = ""
     u: bool = True
-    rows: int | None = None
+    rows: bool = False
 
     def __post_init__(self):
         if self.stop not in STOPS:
@@ -65,7 +65,7 @@ class CLanes:
         """The arguments of the block's call for its first state i."""
         return printer.c_args([printer.c_state_arg("q", nq), printer.c_state_arg("u", nu) if self.u else None,
                                self.p and self.p.per_state, *self.after_p, printer.c_state_arg("out", self.out_size),
-                               *(() if self.rows is None else (str(self.rows), str(self.out_size)))])
+                               *((str(self.out_size),) if self.rows else ())])
 
 
 @dataclass(frozen=True)
@@ -135,11 +135,11 @@ def model_batches(L, nq: int, nu: int, nb: int, kinematics_size: int, n_frames: 
         CBatch("mass_matrix", (q, u, mm_p, out(nu * nu)), 0,
                CLanes("mm", mm_p, nu * nu) if lanes.get("mm") else None),
         CBatch("centroidal_momentum_matrix", (q, u, mm_p, out(6 * nu + 9)), 0,
-               CLanes("cm", mm_p, 6 * nu + 9, guard="!defined(SG_NO_DERIVATIVES)", rows=6 * nu + 9)
+               CLanes("cm", mm_p, 6 * nu + 9, guard="!defined(SG_NO_DERIVATIVES)", rows=True)
                if lanes.get("cm") else None),
         # A_G alone, into (N, 6, nU) rows (centroidal_momentum_matrix's result and out=, with no copy in Python)
         CBatch("centroidal_momentum_matrix_only", (q, u, mm_p, out(6 * nu)), 0,
-               CLanes("cm", mm_p, 6 * nu, guard="!defined(SG_NO_DERIVATIVES)", rows=6 * nu)
+               CLanes("cm", mm_p, 6 * nu, guard="!defined(SG_NO_DERIVATIVES)", rows=True)
                if lanes.get("cm") else None),
         CBatch("centroidal_dynamics", (q, u, p_tree, out(6))),
         *[CBatch(f"{k}_derivatives", (q, u, p_tree, CArg("tangent", ctype="int"), out(nu * (nq + 2 * nu))), status,
